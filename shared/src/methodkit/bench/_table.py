@@ -1,0 +1,52 @@
+"""Markdown tables rendered from benchmark records (READMEs and the repository report)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+
+def _fmt(x: float) -> str:
+    if x == 0:
+        return "0"
+    if abs(x) >= 1e4 or abs(x) < 1e-3:
+        return f"{x:.3g}"
+    return f"{x:.4g}"
+
+
+def _arrow(row: Mapping[str, Any]) -> str:
+    hib = row.get("higher_is_better")
+    return "" if hib is None else (" ↑" if hib else " ↓")
+
+
+def records_table(records: Iterable[Mapping[str, Any]]) -> str:
+    """Render the results of one or more records as a Markdown table.
+
+    Args:
+        records: Records as loaded by :func:`~methodkit.bench.load_record` (or ``to_dict()``).
+
+    Returns:
+        ``| benchmark | method | metric | mean ± std | seeds |`` plus one row per result.
+    """
+    lines = [
+        "| benchmark | method | metric | mean ± std | seeds |",
+        "|---|---|---|---|---|",
+    ]
+    for rec in records:
+        for row in rec["results"]:
+            lines.append(
+                f"| {rec['benchmark']} | {row['method']} | {row['metric']}{_arrow(row)} "
+                f"| {_fmt(row['mean'])} ± {_fmt(row['std'])} | {row['n']} |"
+            )
+    return "\n".join(lines)
+
+
+def claims_table(records: Iterable[Mapping[str, Any]]) -> str:
+    """Render every claim of the records: benchmark, claim, measured value, passed or not."""
+    lines = ["| benchmark | claim | measured | passed |", "|---|---|---|---|"]
+    for rec in records:
+        for claim in rec.get("claims") or [rec["claim"]]:
+            mark = "yes" if claim["passed"] else "**no**"
+            measured = claim.get("measured", "") or "—"
+            lines.append(f"| {rec['benchmark']} | {claim['text']} | {measured} | {mark} |")
+    return "\n".join(lines)

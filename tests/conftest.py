@@ -1,0 +1,51 @@
+"""Cross-package test set-up: every test taking a ``package`` argument runs once per package.
+
+With no package under ``packages/`` those tests are collected with an empty parameter set
+(reported as skipped); they bite as soon as a package folder exists.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Package:
+    """A package folder and the names derived from it."""
+
+    dir: Path
+    dist: str
+    import_name: str
+
+    def __str__(self) -> str:
+        return self.dist
+
+
+def discover_packages() -> list[Package]:
+    pkgs = []
+    for path in sorted((ROOT / "packages").glob("*/pyproject.toml")):
+        dist = tomllib.loads(path.read_text())["project"]["name"]
+        pkgs.append(Package(path.parent, dist, dist.replace("-", "_")))
+    return pkgs
+
+
+def pytest_generate_tests(metafunc):
+    if "package" in metafunc.fixturenames:
+        pkgs = discover_packages()
+        metafunc.parametrize("package", pkgs, ids=[p.dist for p in pkgs])
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return ROOT
+
+
+@pytest.fixture(scope="session")
+def all_import_names() -> set[str]:
+    return {p.import_name for p in discover_packages()}

@@ -11,6 +11,8 @@ PYTEST   := $(UV_RUN) pytest
 PKG      ?=
 FULL     ?=
 PKGS     := $(notdir $(wildcard packages/*))
+# test roots that exist (packages/ is absent from a clone until the first package lands)
+TEST_DIRS := $(wildcard shared/tests packages tests)
 # `make test PKG=core` (or methodkit) targets shared/; anything else packages/<PKG>
 PKG_DIR   = $(if $(filter core methodkit,$(PKG)),shared,packages/$(PKG))
 WHEEL_OF  = dist/$(subst -,_,$(1))-*.whl
@@ -32,10 +34,10 @@ lock: uv ## re-resolve uv.lock after editing any pyproject.toml
 	$(UV) lock
 
 test-all: sync ## every test in the repo except `bench` (this is what CI runs)
-	$(PYTEST) -m "not bench" --durations=15 shared/tests packages tests
+	$(PYTEST) -m "not bench" --durations=15 $(TEST_DIRS)
 
 test-fast: sync ## like test-all, without `slow` tests
-	$(PYTEST) -m "not bench and not slow" shared/tests packages tests
+	$(PYTEST) -m "not bench and not slow" $(TEST_DIRS)
 
 test: _need-pkg ## tests of one package: make test PKG=ess-flow
 	$(PYTEST) -m "not bench" $(PKG_DIR)/tests

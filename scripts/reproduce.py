@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from methodkit import progress
-from methodkit.bench import load_record
+from methodkit.bench import load_record, md_cell
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -79,9 +79,10 @@ def _report(rows: list[tuple[str, str, float, list[dict]]], full: bool, out_root
             plot = f"[png]({name}/{png.name})" if png.exists() else "—"
             for claim in rec.get("claims") or [rec["claim"]]:
                 passed = "yes" if claim["passed"] else "**no**"
-                measured = claim.get("measured") or "—"
+                measured = md_cell(claim.get("measured") or "—")
+                bench, text = md_cell(rec["benchmark"]), md_cell(claim["text"])
                 lines.append(
-                    f"| {name} | {rec['benchmark']} | {claim['text']} | {measured} | {passed} "
+                    f"| {name} | {bench} | {text} | {measured} | {passed} "
                     f"| {plot} | {rec['wall_time_s']:.0f} s |"
                 )
     return "\n".join(lines) + "\n"

@@ -2,6 +2,7 @@
 
 import ast
 import json
+import re
 import subprocess
 import sys
 import tomllib
@@ -17,7 +18,7 @@ def test_layout_and_names(package):
     assert list((package.dir / "tests").glob("test_*.py")), "a package needs tests"
     assert not (package.dir / "tests" / "__init__.py").exists()
     deps = meta["project"]["dependencies"]
-    assert any(d.replace(" ", "").startswith("methodkit>=") for d in deps)
+    assert any(re.match(r"methodkit(\[[\w,\s]+\])?\s*>=", d) for d in deps), "needs methodkit>="
     assert meta["build-system"]["build-backend"] == "uv_build"
     assert not [d for d in deps if "==" in d], "never pin == in a package"
 

@@ -92,6 +92,14 @@ def test_tables_render_every_row_and_claim():
     assert "**no**" in claims
 
 
+def test_tables_escape_pipes():
+    data = _record().to_dict()
+    data["claim"] = {"text": "max |a - b| small", "passed": True, "measured": "|x| = 0"}
+    data["claims"] = [data["claim"]]
+    row = claims_table([data]).splitlines()[-1]
+    assert row == "| toy | max \\|a - b\\| small | \\|x\\| = 0 | yes |"
+
+
 def test_finish_exit_codes(capsys):
     ok, bad = _record(True).to_dict(), _record(False).to_dict()
     assert finish([ok], quick=False) == 0

@@ -17,7 +17,7 @@ from methodkit.bench._record import (
     save_record,
     validate_record,
 )
-from methodkit.bench._table import claims_table, records_table
+from methodkit.bench._table import claims_table, md_cell, records_table
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -29,6 +29,7 @@ __all__ = [
     "environment",
     "finish",
     "load_record",
+    "md_cell",
     "plot_results",
     "records_table",
     "save_record",

@@ -14,6 +14,11 @@ def _fmt(x: float) -> str:
     return f"{x:.4g}"
 
 
+def md_cell(text: object) -> str:
+    """Escape what would break a Markdown table cell (pipes, newlines)."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
 def _arrow(row: Mapping[str, Any]) -> str:
     hib = row.get("higher_is_better")
     return "" if hib is None else (" ↑" if hib else " ↓")
@@ -34,8 +39,11 @@ def records_table(records: Iterable[Mapping[str, Any]]) -> str:
     ]
     for rec in records:
         for row in rec["results"]:
+            bench, method, metric = (
+                md_cell(x) for x in (rec["benchmark"], row["method"], row["metric"])
+            )
             lines.append(
-                f"| {rec['benchmark']} | {row['method']} | {row['metric']}{_arrow(row)} "
+                f"| {bench} | {method} | {metric}{_arrow(row)} "
                 f"| {_fmt(row['mean'])} ± {_fmt(row['std'])} | {row['n']} |"
             )
     return "\n".join(lines)
@@ -47,6 +55,8 @@ def claims_table(records: Iterable[Mapping[str, Any]]) -> str:
     for rec in records:
         for claim in rec.get("claims") or [rec["claim"]]:
             mark = "yes" if claim["passed"] else "**no**"
-            measured = claim.get("measured", "") or "—"
-            lines.append(f"| {rec['benchmark']} | {claim['text']} | {measured} | {mark} |")
+            measured = md_cell(claim.get("measured", "") or "—")
+            lines.append(
+                f"| {md_cell(rec['benchmark'])} | {md_cell(claim['text'])} | {measured} | {mark} |"
+            )
     return "\n".join(lines)

@@ -3,6 +3,8 @@
 Contract classes (conventions §8.5) are added here by the first package of each kind.
 """
 
+from typing import Any
+
 from methodkit.testing._grad import (
     assert_grad_matches_autograd,
     assert_grad_matches_finite_differences,
@@ -11,8 +13,18 @@ from methodkit.testing._grad import (
 )
 
 __all__ = [
+    "OptimizerContract",
     "assert_grad_matches_autograd",
     "assert_grad_matches_finite_differences",
     "finite_difference_grad",
     "relative_error",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy: the optimizer contract imports torch, and ``import methodkit.testing`` must not.
+    if name == "OptimizerContract":
+        from methodkit.testing._optimizer_contract import OptimizerContract
+
+        return OptimizerContract
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,466 @@
+"""EMA-Nesterov: a lookahead along an EMA of parameter increments, around any base optimizer."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from ema_nesterov._wrapping import (
+    as_base_list,
+    check_nonneg,
+    check_sparse,
+    check_unit_interval,
+    merged_defaults,
+)
+
+_APPLIED = "_ema_beta_applied"
+_LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+class EMANesterov(torch.optim.Optimizer):
+    r"""EMA-Nesterov lookahead wrapped around one or more base optimizers.
+
+    With base iterate :math:`\theta_t`, increment EMA :math:`m_t` (:math:`m_0 = 0`) and a
+    base-optimizer step :math:`\mathcal{A}_t` (a black box that reads the gradient at its
+    input point and returns the new point; momentum, bias correction and weight decay stay
+    inside it), one step is
+
+    .. math::
+
+        y_t &= \theta_t + \beta_t m_t \\
+        \theta_{t+1} &= \mathcal{A}_t(y_t) \quad (\text{gradient evaluated at } y_t) \\
+        m_{t+1} &= \gamma m_t + (1 - \gamma)(\theta_{t+1} - \theta_t)
+
+    ``gamma = 0`` is one-step Nesterov lookahead (exactly Nesterov's accelerated gradient
+    with plain gradient descent as the base); ``beta = 0`` is the base optimizer unchanged.
+
+    During training the parameters hold the lookahead point :math:`y_t`, so an ordinary
+    forward/backward gives the gradient at :math:`y_t`; ``step()`` calls the base step(s),
+    updates :math:`m` and moves the parameters to :math:`\theta_{t+1} + \beta_{t+1} m_{t+1}`.
+    :math:`\theta = p - \beta_\text{applied}\, m` holds for every parameter at all times
+    (``eval()`` puts :math:`\theta` into the model, ``train()`` moves back).
+
+    ``gamma`` and ``beta`` are stored in every parameter group as ``ema_gamma`` and
+    ``ema_beta``; ``param_groups`` are the base optimizers' own group dicts, so any
+    ``torch.optim.lr_scheduler`` built on the wrapper drives the base learning rates.
+    The applied lookahead is ``ema_beta * beta_schedule(step)``.
+
+    Args:
+        base_optimizer: A ``torch.optim.Optimizer`` or a sequence of them over disjoint
+            parameters (e.g. ``torch.optim.Muon`` for hidden matrices plus ``AdamW``).
+        gamma: EMA decay in ``[0, 1)`` (default 0.9, inferred).
+        beta: Lookahead size ``>= 0`` (default 1.0, inferred).
+        beta_schedule: ``step -> multiplier >= 0`` applied to ``ema_beta`` (default: 1),
+            e.g. :func:`ema_nesterov.wsd_lookahead_schedule`.
+        memory_efficient: Keep one buffer per parameter instead of two by folding the
+            lookahead point into ``m`` (float32/float64 parameters only).
+        state_dtype: dtype of the buffers (default: the parameter's); ``torch.float32``
+            keeps the EMA accurate for bf16/fp16 parameters.
+
+    Raises:
+        TypeError: If ``base_optimizer`` is not an optimizer (or a sequence of them), is an
+            ``EMANesterov``, or ``beta_schedule`` is not callable.
+        ValueError: For ``gamma`` outside ``[0, 1)``, negative or non-finite ``beta``, an empty
+            sequence, overlapping parameters, or ``memory_efficient`` with fp16/bf16 parameters.
+
+    References:
+        Yau, Li, Glentis, Boreiko, Wai, Hong. *EMA-Nesterov: Stabilizing Nesterov Lookahead
+        with Exponential Moving Averages of Updates*. arXiv:2605.25395, 2026.
+
+    Example:
+        >>> import torch
+        >>> from ema_nesterov import EMANesterov
+        >>> model = torch.nn.Linear(4, 1)
+        >>> opt = EMANesterov(torch.optim.AdamW(model.parameters(), lr=1e-2), gamma=0.9)
+        >>> model(torch.randn(8, 4)).pow(2).mean().backward()
+        >>> opt.step()
+        >>> opt.zero_grad()
+    """
+
+    def __init__(
+        self,
+        base_optimizer: torch.optim.Optimizer | Sequence[torch.optim.Optimizer],
+        gamma: float = 0.9,
+        beta: float = 1.0,
+        beta_schedule: Callable[[int], float] | None = None,
+        memory_efficient: bool = False,
+        state_dtype: torch.dtype | None = None,
+    ) -> None:
+        gamma = check_unit_interval("gamma", gamma)
+        beta = check_nonneg("beta", beta)
+        if beta_schedule is not None and not callable(beta_schedule):
+            raise TypeError(
+                f"beta_schedule must be callable (step -> multiplier), got "
+                f"{type(beta_schedule).__name__}"
+            )
+        if state_dtype is not None and not (
+            isinstance(state_dtype, torch.dtype) and state_dtype.is_floating_point
+        ):
+            raise TypeError(f"state_dtype must be a floating torch.dtype, got {state_dtype!r}")
+        if memory_efficient and state_dtype in _LOW_PRECISION:
+            raise ValueError(
+                f"memory_efficient=True needs a float32/float64 state_dtype, got {state_dtype}"
+            )
+        self._bases = as_base_list(base_optimizer, EMANesterov)
+        self.beta_schedule = beta_schedule
+        self.memory_efficient = bool(memory_efficient)
+        self.state_dtype = state_dtype
+        self._ema_step = 0
+        self._training = True
+        self._eval_backup: dict[torch.Tensor, torch.Tensor] = {}
+        self._ready = False
+        ema_defaults = {"ema_gamma": gamma, "ema_beta": beta}
+        super().__init__([g for b in self._bases for g in b.param_groups], ema_defaults)
+        self.defaults = merged_defaults(self._bases, ema_defaults)
+        self._ema_defaults = ema_defaults
+        self._ready = True
+
+    # ------------------------------------------------------------------ groups
+    @property
+    def base_optimizers(self) -> list[torch.optim.Optimizer]:
+        """The wrapped base optimizers, in the order their steps are taken."""
+        return list(self._bases)
+
+    @property
+    def training(self) -> bool:
+        """True while the parameters hold the lookahead point (see :meth:`eval`)."""
+        return self._training
+
+    def _init_group(self, group: dict[str, Any]) -> None:
+        check_unit_interval("ema_gamma", group["ema_gamma"])
+        check_nonneg("ema_beta", group["ema_beta"])
+        if self.memory_efficient:
+            for p in group["params"]:
+                if p.dtype not in (torch.float32, torch.float64):
+                    raise ValueError(
+                        "memory_efficient=True supports float32/float64 parameters only "
+                        f"(cancellation), got a {p.dtype} parameter of shape {tuple(p.shape)}"
+                    )
+        group[_APPLIED] = group["ema_beta"] * self._multiplier(self._ema_step)
+
+    def add_param_group(self, param_group: dict[str, Any], base_index: int | None = None) -> None:
+        """Add a parameter group to a base optimizer and to the wrapper.
+
+        Args:
+            param_group: The group dict, as for ``torch.optim.Optimizer.add_param_group``.
+            base_index: Which base optimizer receives it (required with several bases).
+
+        Raises:
+            ValueError: If ``base_index`` is missing or out of range with several bases, or a
+                parameter is already optimized by the wrapper.
+        """
+        if not self._ready:  # called by torch.optim.Optimizer.__init__ for the base groups
+            super().add_param_group(param_group)
+            self._init_group(param_group)
+            return
+        if base_index is None:
+            if len(self._bases) != 1:
+                raise ValueError(
+                    f"base_index is required with {len(self._bases)} base optimizers, got None"
+                )
+            base_index = 0
+        if not 0 <= base_index < len(self._bases):
+            raise ValueError(f"base_index must be in [0, {len(self._bases)}), got {base_index}")
+        params = param_group["params"]
+        new = [params] if isinstance(params, torch.Tensor) else list(params)
+        known = {id(p) for g in self.param_groups for p in g["params"]}
+        if any(id(p) in known for p in new):
+            raise ValueError("some parameters of param_group are already optimized by the wrapper")
+        base = self._bases[base_index]
+        base.add_param_group(param_group)
+        group = base.param_groups[-1]
+        for key, value in self._ema_defaults.items():
+            group.setdefault(key, value)
+        self._init_group(group)
+        self.param_groups = [g for b in self._bases for g in b.param_groups]
+
+    # ------------------------------------------------------------- schedule
+    def _multiplier(self, step: int) -> float:
+        if self.beta_schedule is None:
+            return 1.0
+        value = float(self.beta_schedule(step))
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(
+                f"beta_schedule({step}) returned {value}; it must return a finite number >= 0"
+            )
+        return value
+
+    def _buffer(self, p: torch.Tensor, name: str) -> torch.Tensor:
+        state = self.state[p]
+        if name not in state:
+            dtype = p.dtype if name == "y" else (self.state_dtype or p.dtype)
+            state[name] = torch.zeros_like(p, dtype=dtype, memory_format=torch.preserve_format)
+        return state[name]
+
+    # ----------------------------------------------------------------- step
+    @torch.no_grad()
+    def step(self, closure: Callable[[], float] | None = None) -> float | None:  # type: ignore[override]
+        """Take one EMA-Nesterov step.
+
+        Args:
+            closure: Optional callable that re-evaluates the model and returns the loss. It is
+                evaluated once, at the lookahead point :math:`y_t`, before the base step(s)
+                (base optimizers that re-evaluate the closure, like LBFGS, are unsupported).
+
+        Returns:
+            The closure's loss, or None.
+
+        Raises:
+            RuntimeError: In eval mode, or for sparse gradients.
+            ValueError: For a group's ``ema_gamma``/``ema_beta`` out of range or a schedule
+                returning a negative or non-finite multiplier.
+        """
+        if not self._training:
+            raise RuntimeError(
+                "EMANesterov.step() called in eval mode (parameters hold theta); call "
+                "opt.train() first"
+            )
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        b_next_mult = self._multiplier(self._ema_step + 1)
+        plans = []
+        for group in self.param_groups:
+            gamma = check_unit_interval("ema_gamma", group["ema_gamma"])
+            beta = check_nonneg("ema_beta", group["ema_beta"])
+            check_sparse(group["params"], "EMANesterov")
+            active = [p for p in group["params"] if p.grad is not None]
+            idle = [p for p in group["params"] if p.grad is None and "m" in self.state[p]]
+            b_now = float(group[_APPLIED])
+            plans.append((group, gamma, b_now, beta * b_next_mult, active, idle))
+            self._pre_step(gamma, b_now, active)
+        for base in self._bases:
+            base.step()
+        for group, gamma, b_now, b_next, active, idle in plans:
+            self._post_step(gamma, b_now, b_next, active)
+            if b_next != b_now:  # re-apply the lookahead on parameters the base skipped
+                for p in idle:
+                    self._shift(p, self.state[p]["m"], b_next - b_now)
+            group[_APPLIED] = b_next
+        self._ema_step += 1
+        return loss
+
+    def _pre_step(self, gamma: float, b: float, params: list[torch.Tensor]) -> None:
+        if not params:
+            return
+        ms = [self._buffer(p, "m") for p in params]
+        if self.memory_efficient:
+            # m <- (gamma + (1 - gamma) b) m - (1 - gamma) y_t ; completed after the base step.
+            if self._same_dtypes(params, ms):
+                torch._foreach_mul_(ms, gamma + (1.0 - gamma) * b)
+                torch._foreach_add_(ms, params, alpha=-(1.0 - gamma))
+            else:
+                for p, m in zip(params, ms, strict=True):
+                    m.mul_(gamma + (1.0 - gamma) * b).add_(p.to(m.dtype), alpha=-(1.0 - gamma))
+        else:
+            ys = [self._buffer(p, "y") for p in params]
+            torch._foreach_copy_(ys, params)
+
+    def _post_step(self, gamma: float, b: float, b_next: float, params: list[torch.Tensor]) -> None:
+        if not params:
+            return
+        ms = [self.state[p]["m"] for p in params]
+        same = self._same_dtypes(params, ms)
+        if self.memory_efficient:
+            if same:
+                torch._foreach_add_(ms, params, alpha=1.0 - gamma)
+            else:
+                for p, m in zip(params, ms, strict=True):
+                    m.add_(p.to(m.dtype), alpha=1.0 - gamma)
+        else:
+            # increment theta_{t+1} - theta_t = p - y_t + b m_t, so
+            # m <- (gamma + (1 - gamma) b) m + (1 - gamma) (p - y_t).
+            ys = [self.state[p]["y"] for p in params]
+            coeff = gamma + (1.0 - gamma) * b
+            if same:
+                torch._foreach_sub_(ys, params)  # y <- y_t - theta_{t+1}
+                torch._foreach_mul_(ms, coeff)
+                torch._foreach_add_(ms, ys, alpha=-(1.0 - gamma))
+            else:
+                for p, m, y in zip(params, ms, ys, strict=True):
+                    m.mul_(coeff).add_(p.to(m.dtype) - y.to(m.dtype), alpha=1.0 - gamma)
+        if b_next != 0.0:
+            if same:
+                torch._foreach_add_(params, ms, alpha=b_next)
+            else:
+                for p, m in zip(params, ms, strict=True):
+                    self._shift(p, m, b_next)
+
+    @staticmethod
+    def _same_dtypes(ps: list[torch.Tensor], ms: list[torch.Tensor]) -> bool:
+        return all(p.dtype == m.dtype for p, m in zip(ps, ms, strict=True))
+
+    @staticmethod
+    def _shift(p: torch.Tensor, m: torch.Tensor, alpha: float) -> None:
+        """``p <- p + alpha m`` (computed in the wider of the two dtypes)."""
+        if p.dtype == m.dtype:
+            p.add_(m, alpha=alpha)
+        else:
+            p.copy_(p.to(m.dtype).add_(m, alpha=alpha))
+
+    @torch.no_grad()
+    def sync_lookahead(self) -> None:
+        r"""Re-apply the lookahead with the groups' current ``ema_beta`` and the schedule.
+
+        ``step()`` always uses the lookahead the gradient was taken at; call this after
+        changing ``ema_beta`` by hand to move the parameters to the new lookahead point now
+        (:class:`ema_nesterov.BetaScheduler` does it for you). :math:`\\theta` is unchanged.
+        """
+        mult = self._multiplier(self._ema_step)
+        for group in self.param_groups:
+            b_new = check_nonneg("ema_beta", group["ema_beta"]) * mult
+            delta = b_new - float(group[_APPLIED])
+            if delta != 0.0:
+                for p in group["params"]:
+                    if "m" not in self.state[p]:
+                        continue
+                    if self._training:
+                        self._shift(p, self.state[p]["m"], delta)
+                    elif p in self._eval_backup:  # eval mode: move the stored lookahead point
+                        self._shift(self._eval_backup[p], self.state[p]["m"], delta)
+            group[_APPLIED] = b_new
+
+    # ------------------------------------------------------------ eval/train
+    def _with_m(self) -> list[tuple[torch.Tensor, torch.Tensor, float]]:
+        return [
+            (p, self.state[p]["m"], float(g[_APPLIED]))
+            for g in self.param_groups
+            for p in g["params"]
+            if "m" in self.state[p]
+        ]
+
+    @torch.no_grad()
+    def eval(self) -> EMANesterov:
+        r"""Move the parameters to :math:`\\theta` (for evaluation or export); idempotent.
+
+        The lookahead point is kept aside, so ``train()`` restores it bit for bit.
+        Weights edited while in eval mode are replaced by ``train()``.
+        """
+        if not self._training:
+            return self
+        for p, m, b in self._with_m():
+            if b != 0.0:
+                backup = self.state[p].get("y") if not self.memory_efficient else None
+                backup = torch.empty_like(p) if backup is None else backup
+                backup.copy_(p)
+                self._eval_backup[p] = backup
+                self._shift(p, m, -b)
+        self._training = False
+        return self
+
+    @torch.no_grad()
+    def train(self, mode: bool = True) -> EMANesterov:
+        """Move the parameters back to the lookahead point :math:`y`; idempotent.
+
+        Args:
+            mode: ``False`` is the same as :meth:`eval` (``nn.Module.train`` convention).
+        """
+        if not mode:
+            return self.eval()
+        if self._training:
+            return self
+        for p, m, b in self._with_m():
+            if p in self._eval_backup:
+                p.copy_(self._eval_backup[p])
+            elif b != 0.0:  # e.g. a checkpoint loaded in eval mode
+                self._shift(p, m, b)
+        self._eval_backup.clear()
+        self._training = True
+        return self
+
+    @torch.no_grad()
+    def finalize(self) -> None:
+        r"""Put :math:`\\theta` into the model and set ``ema_beta`` (and the lookahead) to 0.
+
+        Training may continue afterwards; it is then the base optimizer alone.
+        """
+        if self._training:
+            for p, m, b in self._with_m():
+                if b != 0.0:
+                    self._shift(p, m, -b)
+        self._eval_backup.clear()
+        self._training = True
+        for group in self.param_groups:
+            group["ema_beta"] = 0.0
+            group[_APPLIED] = 0.0
+
+    # ------------------------------------------------------------ checkpoint
+    def _all_params(self) -> list[torch.Tensor]:
+        return [p for g in self.param_groups for p in g["params"]]
+
+    def state_dict(self) -> dict[str, Any]:
+        """Return ``{"base": [base.state_dict(), ...], "ema": {...}}`` (tensors not copied)."""
+        params = self._all_params()
+        return {
+            "base": [b.state_dict() for b in self._bases],
+            "ema": {
+                "step": self._ema_step,
+                "training": self._training,
+                "state": {
+                    i: {"m": self.state[p]["m"]}
+                    for i, p in enumerate(params)
+                    if "m" in self.state[p]
+                },
+                "beta_applied": [float(g[_APPLIED]) for g in self.param_groups],
+                "config": {
+                    "memory_efficient": self.memory_efficient,
+                    "n_params": len(params),
+                    "shapes": [list(p.shape) for p in params],
+                    "base_classes": [type(b).__name__ for b in self._bases],
+                },
+            },
+        }
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Load a state dict produced by :meth:`state_dict` of a matching wrapper.
+
+        Raises:
+            ValueError: If the structure, the parameter count or shapes, or the base optimizer
+                classes differ.
+        """
+        if not isinstance(state_dict, dict) or set(state_dict) != {"base", "ema"}:
+            raise ValueError("state_dict must have exactly the keys 'base' and 'ema'")
+        ema = state_dict["ema"]
+        cfg = ema["config"]
+        classes = [type(b).__name__ for b in self._bases]
+        if cfg["base_classes"] != classes or len(state_dict["base"]) != len(self._bases):
+            raise ValueError(
+                f"state_dict has base optimizers {cfg['base_classes']}, this wrapper {classes}"
+            )
+        params = self._all_params()
+        if cfg["n_params"] != len(params):
+            raise ValueError(
+                f"state_dict has {cfg['n_params']} parameters, this wrapper {len(params)}"
+            )
+        for i, (shape, p) in enumerate(zip(cfg["shapes"], params, strict=True)):
+            if list(shape) != list(p.shape):
+                raise ValueError(
+                    f"parameter {i} has shape {tuple(shape)} in state_dict, {tuple(p.shape)} here"
+                )
+        for base, sd in zip(self._bases, state_dict["base"], strict=True):
+            base.load_state_dict(sd)
+        self.param_groups = [g for b in self._bases for g in b.param_groups]
+        self.state = defaultdict(dict)
+        for i, p in enumerate(params):
+            saved = ema["state"].get(i)
+            if saved is not None:
+                dtype = self.state_dtype or p.dtype
+                self.state[p]["m"] = saved["m"].to(device=p.device, dtype=dtype, copy=True)
+        for group, b in zip(self.param_groups, ema["beta_applied"], strict=True):
+            group[_APPLIED] = float(b)
+        self._ema_step = int(ema["step"])
+        self._training = bool(ema["training"])
+        self._eval_backup.clear()
+
+    def __repr__(self) -> str:
+        group = self.param_groups[0]
+        bases = ",\n".join("  " + repr(b).replace("\n", "\n  ") for b in self._bases)
+        return (
+            f"{type(self).__name__}(gamma={group['ema_gamma']}, beta={group['ema_beta']}, "
+            f"memory_efficient={self.memory_efficient}, step={self._ema_step},\n{bases}\n)"
+        )

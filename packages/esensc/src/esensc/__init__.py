@@ -1,0 +1,38 @@
+"""esensc: linear-cost, closed-form, axiomatic feature attributions that plug into shap.
+
+ESENSC (Hiraki et al., arXiv:2603.00496, 2026) explains a prediction from 2n + 2 coalition
+values per row: the midpoint of the Equal-Surplus and ENSC values, with null features set to
+exactly zero. ``esensc.Explainer(model, background)(X)`` returns a ``shap.Explanation`` when
+shap is installed.
+"""
+
+from importlib.metadata import version as _version
+from typing import Any
+
+from esensc import maskers
+from esensc._rules import RULES, esensc_values
+from esensc.exact import exact_shapley, shapley_from_values
+from esensc.explainer import ESENSCExplainer, Explainer
+from esensc.explanation import explanation_class
+
+__version__ = _version("esensc")
+
+
+def __getattr__(name: str) -> Any:
+    # built lazily: it subclasses shap.Explanation when shap is installed (a slow import)
+    if name == "Explanation":
+        return explanation_class()
+    raise AttributeError(f"module 'esensc' has no attribute {name!r}")
+
+
+__all__ = [
+    "RULES",
+    "ESENSCExplainer",
+    "Explainer",
+    "Explanation",
+    "__version__",
+    "esensc_values",
+    "exact_shapley",
+    "maskers",
+    "shapley_from_values",
+]

@@ -1,0 +1,241 @@
+"""ESENSCExplainer: the shap-like front end (model + masker in, Explanation out)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from esensc._game import (
+    apply_link,
+    as_model_fn,
+    coalition_values,
+    empty_value,
+    leave_one_out_builder,
+    validate_link,
+)
+from esensc._rules import _validate_null_tol, _validate_rule, esensc_values
+from esensc.explanation import explanation_class
+from esensc.maskers import _is_dataframe, as_masker
+
+logger = logging.getLogger(__name__)
+
+
+def _validate_batch_size(batch_size: int | None) -> int | None:
+    if batch_size is None:
+        return None
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int | np.integer):
+        raise TypeError(f"batch_size must be an int or None, got {batch_size!r}")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    return int(batch_size)
+
+
+def _coalition_masks(n: int) -> NDArray[np.bool_]:
+    """Rows 0..n-1: {i}; rows n..2n-1: N minus {i}; row 2n: N."""
+    eye = np.eye(n, dtype=bool)
+    return np.concatenate([eye, ~eye, np.ones((1, n), dtype=bool)])
+
+
+class ESENSCExplainer:
+    r"""Explain a model with ESENSC attributions from 2n + 2 coalition values per row.
+
+    Algorithm (per explained row ``x``; background ``b_1..b_B`` with weights ``w_j``):
+
+    1. ``v(S) = g(Σ_j w_j f(x_S, b_{j,~S}))`` for ``S = ∅`` (once, shared by all rows),
+       ``{i}``, ``N \ {i}`` (i = 1..n) and ``N``: ``(2n + 1)·B`` model rows per row, + B once.
+    2. ``a_i = v({i}) - v(∅)``, ``b_i = v(N) - v(N\{i})``, ``m_i = (a_i + b_i)/2``.
+    3. Active set ``A = {i : |a_i| > τ or |b_i| > τ}``; for ``i ∈ A``
+
+       .. math:: \varphi_i = m_i + \frac{v(N) - v(\emptyset) - \sum_{j\in A} m_j}{|A|},
+
+       and ``φ_i = 0`` for null features (see :func:`esensc.esensc_values`).
+
+    The result is efficient (``Σ φ_i = v(N) - v(∅)``), deterministic, and equals the exact
+    Shapley value when n <= 3 or when the game has no interaction of order >= 3.
+
+    Args:
+        model: A callable mapping an (m, n) array (a DataFrame if the background was one) to
+            (m,) or (m, k) outputs; or a scikit-learn style estimator (``predict_proba`` for
+            classifiers, ``predict`` otherwise); or a torch ``nn.Module`` (run under
+            ``torch.no_grad()`` on its own device and dtype).
+        masker: Background: an :class:`esensc.maskers.Independent`, a
+            ``shap.maskers.Independent``, a 2-D array/DataFrame (subsampled to 100 rows) or a
+            1-D baseline vector.
+        link: ``"identity"`` or ``"logit"`` (applied after averaging, like shap with
+            ``linearize_link=False``).
+        feature_names: Names of the n features (default: DataFrame columns, if any).
+        rule: ``"esensc"`` (default), ``"es"``, ``"ensc"``, ``"esensc_plain"`` or
+            ``"proportional"`` (experimental).
+        null_tol: Relative tolerance for calling a feature null (>= 0).
+        batch_size: Maximum model rows per model call (default: about 4M input elements).
+        seed: Seed for subsampling a background with more than 100 rows (default 0).
+
+    Attributes:
+        masker: The background masker.
+        expected_value: ``v(∅)``, the base value, set by the first call (float or (k,)).
+
+    Raises:
+        ValueError: For an unknown ``rule`` or ``link``, negative ``null_tol``, empty background.
+        TypeError: For a model that is neither callable nor an estimator.
+
+    References:
+        Hiraki, Ishihara, Kongo, Shino. "A Polynomial-Time Axiomatic Alternative to SHAP for
+        Feature Attribution", arXiv:2603.00496, 2026.
+
+    Example:
+        >>> import numpy as np
+        >>> ex = ESENSCExplainer(lambda Z: Z @ np.array([1.0, 2.0]), np.zeros((4, 2)))
+        >>> ex.attribute(np.array([[1.0, 1.0]])).tolist()
+        [[1.0, 2.0]]
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        masker: Any,
+        *,
+        link: str = "identity",
+        feature_names: Sequence[str] | None = None,
+        rule: str = "esensc",
+        null_tol: float = 1e-10,
+        batch_size: int | None = None,
+        seed: int | None = None,
+    ) -> None:
+        self.rule: str = _validate_rule(rule)
+        self.link: str = validate_link(link)
+        self.null_tol: float = _validate_null_tol(null_tol)
+        self.batch_size: int | None = _validate_batch_size(batch_size)
+        self.model: Any = model
+        self._f = as_model_fn(model)
+        self.masker = as_masker(masker, seed)
+        n = self.masker.n_features
+        if feature_names is not None:
+            feature_names = [str(x) for x in feature_names]
+            if len(feature_names) != n:
+                raise ValueError(
+                    f"feature_names has {len(feature_names)} names but the background has "
+                    f"{n} features"
+                )
+        self.feature_names: list[str] | None = feature_names or self.masker.feature_names
+        self.expected_value: Any = None
+        self._empty: tuple[NDArray[np.float64], bool] | None = None
+
+    @property
+    def n_features(self) -> int:
+        """Number of features n."""
+        return self.masker.n_features
+
+    def n_model_evals(self, n_rows: int) -> int:
+        """Model rows needed to explain ``n_rows`` rows: ``(2n + 1)·B·n_rows + B``."""
+        B = len(self.masker)
+        return (2 * self.n_features + 1) * B * int(n_rows) + B
+
+    def _prepare(self, X: Any) -> NDArray[np.float64]:
+        arr = np.asarray(X.to_numpy() if _is_dataframe(X) else X)
+        if arr.dtype == object or arr.dtype.kind not in "biuf":
+            raise TypeError(f"X must be numeric, got dtype {arr.dtype}")
+        arr = arr.astype(np.float64, copy=False)
+        if arr.ndim == 1:
+            arr = arr[None, :]
+        if arr.ndim != 2:
+            raise ValueError(
+                f"X must be 2-D (rows, n_features), got shape {arr.shape}. ESENSC explains "
+                "tabular inputs; for images or sequences flatten them and wrap the model, e.g. "
+                "Explainer(lambda Z: model(Z.reshape(-1, *shape)), "
+                "background.reshape(len(background), -1))"
+            )
+        if arr.shape[1] != self.n_features:
+            raise ValueError(
+                f"X has {arr.shape[1]} features per row but the background has {self.n_features}"
+            )
+        return arr
+
+    def _raw_values(
+        self, Xa: NDArray[np.float64], batch_size: int | None
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], bool]:
+        n = self.n_features
+        cols = self.masker.feature_names
+        if self._empty is None:
+            self._empty = empty_value(self._f, self.masker.data, self.masker.weights, cols)
+        raw_empty, one_d = self._empty
+
+        def kind(c: int) -> str:
+            if c < n:
+                return f"single-feature coalition {{{c}}}"
+            if c < 2 * n:
+                return f"leave-one-out coalition N\\{{{c - n}}}"
+            return "grand coalition N"
+
+        raw = coalition_values(
+            self._f, Xa, self.masker.data, self.masker.weights, _coalition_masks(n), kind, cols,
+            batch_size, leave_one_out_builder(Xa, self.masker.data),
+        )  # fmt: skip
+        if raw.shape[2] != raw_empty.shape[0]:
+            raise ValueError(
+                f"model returned {raw.shape[2]} outputs on masked rows but "
+                f"{raw_empty.shape[0]} on the background"
+            )
+        v0 = apply_link(raw_empty, self.link, "empty coalition")
+        v = apply_link(np.moveaxis(raw, 1, -1), self.link, "masked coalitions")  # (rows, k, C)
+        return v0, v, one_d
+
+    def attribute(self, X: ArrayLike, *, batch_size: int | None = None) -> NDArray[np.float64]:
+        """Attributions as an array: (rows, n), or (rows, n, k) for a k-output model.
+
+        Args:
+            X: Rows to explain, (rows, n) array or DataFrame (a 1-D row is one row).
+            batch_size: Overrides the explainer's ``batch_size`` for this call.
+
+        Returns:
+            The attributions; each row sums to ``v(N) - v(∅)`` per output.
+        """
+        values, _, _ = self._explain(X, batch_size)
+        return values
+
+    def shap_values(self, X: ArrayLike) -> NDArray[np.float64]:
+        """Legacy shap-style alias of :meth:`attribute`."""
+        return self.attribute(X)
+
+    def _explain(
+        self, X: Any, batch_size: int | None
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+        bs = _validate_batch_size(batch_size) if batch_size is not None else self.batch_size
+        Xa = self._prepare(X)
+        n = self.n_features
+        v0, v, one_d = self._raw_values(Xa, bs)
+        phi = esensc_values(
+            v0[None, :], v[..., 2 * n], v[..., :n], v[..., n : 2 * n], self.rule, self.null_tol
+        )  # (rows, k, n)
+        phi = np.moveaxis(phi, -1, 1)  # (rows, n, k)
+        base = np.broadcast_to(v0, (Xa.shape[0], v0.shape[0])).copy()
+        self.expected_value = float(v0[0]) if one_d else v0.copy()
+        if one_d:
+            return phi[..., 0], base[:, 0], Xa
+        return phi, base, Xa
+
+    def __call__(self, X: ArrayLike, *, batch_size: int | None = None) -> Any:
+        """Explain rows ``X`` and return an ``esensc.Explanation``.
+
+        Args:
+            X: Rows to explain, (rows, n) array or DataFrame.
+            batch_size: Overrides the explainer's ``batch_size`` for this call.
+
+        Returns:
+            Explanation with ``values`` (rows, n[, k]), ``base_values`` (rows[, k]) and
+            ``data`` (rows, n): an ``esensc.Explanation``, which subclasses
+            ``shap.Explanation`` when shap is installed.
+        """
+        values, base, data = self._explain(X, batch_size)
+        return explanation_class()(
+            values=values,
+            base_values=base,
+            data=data,
+            feature_names=self.feature_names,
+        )
+
+
+Explainer = ESENSCExplainer

@@ -1,0 +1,174 @@
+"""scikit-learn estimators wrapping :class:`~hel.models.EchoRNN` (aeon numpy3D input)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from numpy.typing import NDArray
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.utils.validation import check_is_fitted
+
+from hel.cells import HopfieldOscillatorCell, RateEchoCell
+from hel.echo import EchoLearning, HamiltonianEcho
+from hel.eprop import EProp
+from hel.estimators import BPTT, FrozenRecurrence, GradientEstimator, TruncatedBPTT
+from hel.models import EchoRNN
+
+__all__ = ["ESTIMATORS", "EchoRNNClassifier", "EchoRNNRegressor"]
+
+ESTIMATORS = ("hel", "hel_two_pass", "el", "bptt", "tbptt", "eprop", "frozen")
+
+
+def _make_estimator(name: str, model: EchoRNN, loss: Any, T: int) -> GradientEstimator:
+    if name == "hel":
+        return HamiltonianEcho(model, loss, mode="centered")
+    if name == "hel_two_pass":
+        return HamiltonianEcho(model, loss, mode="two_pass")
+    if name == "el":
+        return EchoLearning(model, loss, homeostasis=1e-2)
+    if name == "bptt":
+        return BPTT(model, loss)
+    if name == "tbptt":
+        return TruncatedBPTT(model, loss, k=max(1, T // 8))
+    if name == "eprop":
+        return EProp(model, loss)
+    return FrozenRecurrence(model, loss)
+
+
+class _EchoRNNBase(BaseEstimator):
+    """Shared fit loop (Adam, mini-batches, mean readout)."""
+
+    def __init__(
+        self,
+        hidden_size: int = 64,
+        dt: float = 0.2,
+        estimator: str = "hel",
+        epochs: int = 30,
+        lr: float = 3e-3,
+        batch_size: int = 64,
+        device: str = "cpu",
+        random_state: int | None = None,
+    ) -> None:
+        self.hidden_size = hidden_size
+        self.dt = dt
+        self.estimator = estimator
+        self.epochs = epochs
+        self.lr = lr
+        self.batch_size = batch_size
+        self.device = device
+        self.random_state = random_state
+
+    def _to_tensor(self, X: Any) -> torch.Tensor:
+        X = np.asarray(X, dtype=np.float32)
+        if X.ndim == 2:  # univariate (n_cases, n_timepoints)
+            X = X[:, None, :]
+        if X.ndim != 3:
+            raise ValueError(
+                f"X must be numpy3D (n_cases, n_channels, n_timepoints), got {X.shape}"
+            )
+        if not np.isfinite(X).all():
+            raise ValueError("X contains NaN or inf")
+        return torch.from_numpy(np.ascontiguousarray(X.transpose(0, 2, 1))).to(self.device)
+
+    def _fit(self, X: Any, target: torch.Tensor, out: int, loss: Any) -> None:
+        if self.estimator not in ESTIMATORS:
+            raise ValueError(f"estimator must be one of {ESTIMATORS}, got {self.estimator!r}")
+        if not (isinstance(self.epochs, int) and self.epochs >= 1):
+            raise ValueError(f"epochs must be an integer >= 1, got {self.epochs!r}")
+        x = self._to_tensor(X)
+        self.n_features_in_ = x.shape[2]
+        seed = 0 if self.random_state is None else int(self.random_state)
+        gen = torch.Generator().manual_seed(seed)
+        cell_cls = RateEchoCell if self.estimator == "el" else HopfieldOscillatorCell
+        cell = cell_cls(x.shape[2], self.hidden_size, dt=self.dt, generator=gen)
+        model = EchoRNN(cell, out).to(self.device)
+        with torch.no_grad():  # deterministic head init from the same generator
+            model.head.weight.uniform_(-1, 1, generator=gen).mul_(self.hidden_size**-0.5)
+            model.head.bias.zero_()
+        est = _make_estimator(self.estimator, model, loss, x.shape[1])
+        opt = torch.optim.Adam(model.parameters(), lr=self.lr)
+        n = x.shape[0]
+        self.loss_curve_: list[float] = []
+        for _ in range(self.epochs):
+            perm = torch.randperm(n, generator=gen)
+            total = 0.0
+            for i in range(0, n, self.batch_size):
+                idx = perm[i : i + self.batch_size]
+                opt.zero_grad()
+                total += float(est.backward(x[idx], target[idx])) * len(idx)
+                opt.step()
+            self.loss_curve_.append(total / n)
+        self.model_ = model
+
+    def _forward(self, X: Any) -> torch.Tensor:
+        check_is_fitted(self, "model_")
+        x = self._to_tensor(X)
+        if x.shape[2] != self.n_features_in_:
+            raise ValueError(f"X has {x.shape[2]} channels, fitted with {self.n_features_in_}")
+        with torch.no_grad():
+            return self.model_(x)
+
+
+class EchoRNNClassifier(ClassifierMixin, _EchoRNNBase):
+    """Time-series classifier: dense Hopfield oscillator RNN trained with HEL (default).
+
+    Args:
+        hidden_size: Neurons.
+        dt: Leapfrog step.
+        estimator: One of ``"hel"``, ``"hel_two_pass"``, ``"el"`` (RateEchoCell with
+            homeostasis 1e-2), ``"bptt"``, ``"tbptt"`` (k = T/8), ``"eprop"``, ``"frozen"``.
+        epochs: Passes over the data.
+        lr: Adam learning rate.
+        batch_size: Mini-batch size.
+        device: Torch device.
+        random_state: Seed of initialisation and shuffling.
+
+    Example:
+        >>> import numpy as np
+        >>> from hel import EchoRNNClassifier
+        >>> X = np.random.default_rng(0).normal(size=(20, 1, 15))
+        >>> clf = EchoRNNClassifier(hidden_size=8, epochs=2, random_state=0).fit(X, [0, 1] * 10)
+        >>> clf.predict(X).shape
+        (20,)
+    """
+
+    def fit(self, X: Any, y: Any) -> EchoRNNClassifier:
+        """Fit on numpy3D ``X`` ``(n, channels, T)`` (or 2-D univariate) and labels ``y``."""
+        y = np.asarray(y)
+        self.classes_, enc = np.unique(y, return_inverse=True)
+        self._fit(
+            X,
+            torch.from_numpy(enc.astype(np.int64)).to(self.device),
+            len(self.classes_),
+            torch.nn.CrossEntropyLoss(),
+        )
+        return self
+
+    def predict_proba(self, X: Any) -> NDArray[np.float64]:
+        """Class probabilities ``(n, n_classes)``."""
+        return torch.softmax(self._forward(X), dim=1).double().cpu().numpy()
+
+    def predict(self, X: Any) -> NDArray[Any]:
+        """Predicted labels."""
+        return self.classes_[self.predict_proba(X).argmax(axis=1)]
+
+
+class EchoRNNRegressor(RegressorMixin, _EchoRNNBase):
+    """Time-series regressor (one scalar or vector target per series), same options."""
+
+    def fit(self, X: Any, y: Any) -> EchoRNNRegressor:
+        """Fit on numpy3D ``X`` and targets ``y`` ``(n,)`` or ``(n, k)``."""
+        y = np.asarray(y, dtype=np.float32)
+        if not np.isfinite(y).all():
+            raise ValueError("y contains NaN or inf")
+        self._y_1d = y.ndim == 1
+        y2 = y[:, None] if self._y_1d else y
+        self._fit(X, torch.from_numpy(y2).to(self.device), y2.shape[1], torch.nn.MSELoss())
+        return self
+
+    def predict(self, X: Any) -> NDArray[np.float64]:
+        """Predictions ``(n,)`` or ``(n, k)``."""
+        out = self._forward(X).double().cpu().numpy()
+        return out[:, 0] if self._y_1d else out

@@ -1,0 +1,384 @@
+"""The three benchmark tasks of bench/run.py (script helpers, not part of the wheel)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+
+from ess_flow import (
+    ContactLikelihood,
+    DistanceLikelihood,
+    ESSFlow,
+    FlowGenerator,
+    GaussianLikelihood,
+    MLPVelocity,
+    PropertyTargetLikelihood,
+    QuantizedGaussianLikelihood,
+    dps_flow_sample,
+    kabsch_rmsd,
+    pcn_sample,
+    sir_sample,
+    sliced_wasserstein,
+    train_flow_matching,
+)
+from ess_flow.data import (
+    eight_gaussians,
+    ising_configs,
+    ising_energy,
+    lattice_properties,
+    toy_chains,
+)
+from methodkit.bench import Claim
+
+
+def _train(data: torch.Tensor, cfg: dict[str, Any], g: torch.Generator) -> MLPVelocity:
+    net = MLPVelocity(data.shape[1], cfg["hidden"], cfg["layers"])
+    train_flow_matching(net, data, cfg["train_steps"], cfg["batch"], 1e-3, generator=g)
+    for p in net.parameters():
+        p.requires_grad_(False)
+    return net
+
+
+def _tune_pcn(
+    gen: Callable[[torch.Tensor], torch.Tensor],
+    lik: Callable[..., torch.Tensor],
+    shape: tuple[int, ...],
+    chains: int,
+    betas: list[float],
+    pilot_iters: int,
+    seed: int,
+    chain_indexed: bool = False,
+) -> float:
+    """Pick the pCN step whose pilot acceptance rate is closest to 0.234 (pilot not counted)."""
+    best = None
+    for beta in betas:
+        r = pcn_sample(
+            gen, lik, shape, chains, pilot_iters, beta, seed=seed, chain_indexed=chain_indexed
+        )
+        score = abs(r.acceptance_rate - 0.234)
+        if best is None or score < best[0]:
+            best = (score, beta)
+    return float(best[1])
+
+
+def _sw(a: torch.Tensor, b: torch.Tensor, seed: int) -> float:
+    a = a.reshape(a.shape[0], -1)
+    if not bool(torch.isfinite(a).all()):
+        return math.inf
+    return sliced_wasserstein(a, b, n_projections=100, random_state=seed)
+
+
+# ----------------------------------------------------------------------------------- A: 2-D toy
+def run_toy2d(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
+    g = torch.Generator().manual_seed(seed)
+    data = eight_gaussians(cfg["n_data"], generator=g)
+    net = _train(data, cfg, g)
+    gen = FlowGenerator(net, cfg["ode_steps"])
+    out: dict[str, Any] = {}
+    liks = {
+        "A1": GaussianLikelihood(lambda x: x[:, :1], torch.zeros(1), 0.1),
+        "A2": QuantizedGaussianLikelihood(lambda x: x[:, :1], torch.ones(1), 0.05, step=0.5),
+    }
+    for task, lik in liks.items():
+        ref = sir_sample(gen, lik, (2,), cfg["n_ref"], cfg["n_ref_samples"], seed=seed + 1000).x
+        ess = ESSFlow(gen, lik, (2,)).run(
+            cfg["chains"], cfg["iters"], burn_in=cfg["burn_in"], seed=seed
+        )
+        budget = ess.n_evaluations
+        n_kept = ess.flat_x().shape[0]
+        xs = {"ess_flow": ess.flat_x()}
+        xs["sir"] = sir_sample(gen, lik, (2,), budget, n_kept, seed=seed + 1).x
+        beta = _tune_pcn(
+            gen, lik, (2,), cfg["chains"], cfg["pcn_betas"], cfg["pilot_iters"], seed + 2
+        )
+        n_it = max(budget // cfg["chains"] - 1, 2)
+        xs["pcn"] = pcn_sample(
+            gen, lik, (2,), cfg["chains"], n_it, beta, burn_in=n_it // 4, seed=seed + 2
+        ).flat_x()
+        best = None
+        for sc in cfg["dps_scales"]:  # oracle tuning against the reference (favours DPS)
+            x = dps_flow_sample(
+                net, lik, (2,), cfg["dps_samples"], cfg["ode_steps"], sc, seed=seed + 3
+            )
+            sw = _sw(x, ref, seed)
+            if best is None or sw < best[0]:
+                best = (sw, sc, x)
+        xs["dps"] = best[2]
+        out[f"{task}_budget"] = budget
+        out[f"{task}_dps_scale"] = best[1]
+        out[f"{task}_pcn_beta"] = beta
+        out[f"{task}_ess_calls_per_iter"] = float(ess.calls_per_iter.double().mean())
+        xs["reference"] = ref
+        for m, x in xs.items():
+            if m != "reference":
+                out[(m, f"sw2_{task}")] = _sw(x, ref, seed)
+            if task == "A1":
+                out[(m, "upper_mode_frac_A1")] = float((x[:, 1] > 0).double().mean())
+            else:
+                q = lik.quantize(x)[:, 0]
+                out[(m, "bin_consistency_A2")] = float((q == 1.0).double().mean())
+    return out
+
+
+# ------------------------------------------------------------------------------- B: lattice
+def run_lattice(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
+    g = torch.Generator().manual_seed(seed)
+    L = cfg["size"]
+    s = ising_configs(cfg["n_data"], L, T=cfg["T"], n_sweeps=cfg["sweeps"], generator=g)
+    props = lattice_properties(s)
+    q_star = float(torch.quantile(props[:, 1], 0.8))
+    energy = ising_energy(s)
+    lo, hi = float(torch.quantile(energy, 0.01)), float(torch.quantile(energy, 0.99))
+    data = (s + 0.1 * torch.randn(s.shape, generator=g)).reshape(s.shape[0], -1)
+    net = _train(data, cfg, g)
+
+    def post(x: torch.Tensor) -> torch.Tensor:  # quantization inside generation
+        return torch.where(x >= 0, 1.0, -1.0).reshape(-1, L, L)
+
+    gen = FlowGenerator(net, cfg["ode_steps"], postprocess=post)
+    # q_star per the spec (80th percentile of q over all data), and a feasible variant (80th
+    # percentile of q among data with |f - 0.25| <= 0.03); see the README, Limitations.
+    f_ok = (props[:, 0] - 0.25).abs() <= 0.03
+    q_cond = float(torch.quantile(props[f_ok, 1], 0.8)) if bool(f_ok.any()) else q_star
+    D = L * L
+    out: dict[str, Any] = {"q_star_spec": q_star, "q_star_cond": q_cond}
+    prior = gen(torch.randn((cfg["n_prior"], D), generator=g))
+    for tag, q_t in (("spec", q_star), ("cond", q_cond)):
+        target = torch.tensor([0.25, q_t])
+        lik = PropertyTargetLikelihood(lattice_properties, target, torch.tensor([0.02, 0.03]))
+        ess = ESSFlow(gen, lik, (D,)).run(
+            cfg["chains"], cfg["iters"], burn_in=cfg["burn_in"], seed=seed
+        )
+        budget = ess.n_evaluations
+        n_kept = ess.flat_x().shape[0]
+        xs = {"ess_flow": ess.flat_x()}
+        xs["sir"] = sir_sample(gen, lik, (D,), budget, n_kept, seed=seed + 1).x
+        beta = _tune_pcn(
+            gen, lik, (D,), cfg["chains"], cfg["pcn_betas"], cfg["pilot_iters"], seed + 2
+        )
+        n_it = max(budget // cfg["chains"] - 1, 2)
+        xs["pcn"] = pcn_sample(
+            gen, lik, (D,), cfg["chains"], n_it, beta, burn_in=n_it // 4, seed=seed + 2
+        ).flat_x()
+        xs["prior"] = prior
+        xs["data"] = s
+        out[f"{tag}_budget"] = budget
+        out[f"{tag}_pcn_beta"] = beta
+        out[f"{tag}_ess_calls_per_iter"] = float(ess.calls_per_iter.double().mean())
+        for m, x in xs.items():
+            p = lattice_properties(x)
+            hit = ((p[:, 0] - 0.25).abs() <= 0.03) & ((p[:, 1] - q_t).abs() <= 0.05)
+            e = ising_energy(x)
+            out[(m, f"hit_rate_{tag}")] = float(hit.double().mean())
+            out[(m, f"realism_{tag}")] = float(((e >= lo) & (e <= hi)).double().mean())
+    return out
+
+
+# -------------------------------------------------------------------------------- C: chains
+def _pick_pairs(
+    n_targets: int, n_pairs: int, n_res: int, min_sep: int, g: torch.Generator
+) -> torch.Tensor:
+    cand = torch.tensor([(i, j) for i in range(n_res) for j in range(i + min_sep, n_res)])
+    return torch.stack(
+        [cand[torch.randperm(len(cand), generator=g)[:n_pairs]] for _ in range(n_targets)]
+    )
+
+
+def _dist(x: torch.Tensor, pairs: torch.Tensor) -> torch.Tensor:
+    a = torch.gather(x, 1, pairs[..., 0, None].expand(-1, -1, 3))
+    b = torch.gather(x, 1, pairs[..., 1, None].expand(-1, -1, 3))
+    return (a - b).norm(dim=-1)
+
+
+def run_chains(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
+    g = torch.Generator().manual_seed(seed)
+    n_res, nt, cpt = cfg["n_res"], cfg["n_targets"], cfg["chains_per_target"]
+    X = toy_chains(cfg["n_data"], n_res, generator=g)
+    flat = X.reshape(X.shape[0], -1)
+    mean, scale = flat.mean(0), 10.0
+    net = _train((flat - mean) / scale, cfg, g)
+
+    def post(x: torch.Tensor) -> torch.Tensor:
+        return (x * scale + mean).reshape(-1, n_res, 3)
+
+    gen = FlowGenerator(net, cfg["ode_steps"], postprocess=post)
+    gt = toy_chains(nt, n_res, generator=g)  # held out
+    D = 3 * n_res
+    tgt = torch.arange(nt * cpt) // cpt
+    out: dict[str, Any] = {}
+    prior = gen(torch.randn((cfg["n_prior"], D), generator=g))
+    prior_rmsd = float(np.median(kabsch_rmsd(prior[None], gt[:, None])))
+
+    pairs1 = _pick_pairs(nt, cfg["n_pairs"], n_res, 4, g)
+    d_obs = _dist(gt, pairs1) + cfg["dist_sigma"] * torch.randn((nt, cfg["n_pairs"]), generator=g)
+    pairs2 = _pick_pairs(nt, cfg["n_contacts"], n_res, 3, g)
+    c_true = _dist(gt, pairs2) < cfg["contact_threshold"]
+    flips = torch.rand(c_true.shape, generator=g) < cfg["flip_prob"]
+    c_obs = c_true ^ flips
+
+    def lik_c1(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+        t = tgt[idx]
+        return DistanceLikelihood(pairs1[t], d_obs[t], cfg["dist_sigma"])(x)
+
+    def lik_c2(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+        t = tgt[idx]
+        return ContactLikelihood(pairs2[t], c_obs[t], cfg["contact_threshold"], cfg["flip_prob"])(x)
+
+    for task, lik in (("C1", lik_c1), ("C2", lik_c2)):
+        ess = ESSFlow(gen, lik, (D,), chain_indexed=True).run(
+            nt * cpt, cfg["iters"], burn_in=cfg["burn_in"], seed=seed
+        )
+        rm = kabsch_rmsd(ess.x, gt[tgt][None])
+        out[("ess_flow", f"rmsd_{task}")] = float(np.median(rm))
+        out[("prior", f"rmsd_{task}")] = prior_rmsd
+        out[f"{task}_budget"] = ess.n_evaluations
+        out[f"{task}_ess_calls_per_iter"] = float(ess.calls_per_iter.double().mean())
+        # SIR per target with the same total number of generator evaluations.
+        n_prop = max(ess.n_evaluations // nt, 1)
+        n_keep = ess.x.shape[0] * cpt
+        sir_r = []
+        for t in range(nt):
+            idx = torch.full((1,), t * cpt)
+
+            def lik_t(
+                x: torch.Tensor, _i: torch.Tensor = idx, _lik: Callable[..., torch.Tensor] = lik
+            ) -> torch.Tensor:
+                return _lik(x, _i.expand(x.shape[0]))
+
+            xs = sir_sample(gen, lik_t, (D,), n_prop, n_keep, seed=seed + 10 + t).x
+            sir_r.append(kabsch_rmsd(xs, gt[t][None]))
+        out[("sir", f"rmsd_{task}")] = float(np.median(np.concatenate(sir_r)))
+        # DPS needs gradients: distances have them, contacts do not.
+        k = cfg["dps_per_target"]
+        tk = torch.arange(nt * k) // k
+        if task == "C1":
+
+            def lik_dps(xn: torch.Tensor, _tk: torch.Tensor = tk) -> torch.Tensor:
+                return DistanceLikelihood(pairs1[_tk], d_obs[_tk], cfg["dist_sigma"])(post(xn))
+
+            best = None
+            for sc in cfg["dps_scales"]:  # oracle tuning on the evaluation targets
+                xd = dps_flow_sample(net, lik_dps, (D,), nt * k, cfg["ode_steps"], sc, seed=seed)
+                if not bool(torch.isfinite(xd).all()):
+                    continue
+                r = float(np.median(kabsch_rmsd(post(xd), gt[tk])))
+                if best is None or r < best[0]:
+                    best = (r, sc)
+            out[("dps", "rmsd_C1")] = best[0] if best else math.inf
+            out["C1_dps_scale"] = best[1] if best else None
+        else:
+
+            def lik_dps2(xn: torch.Tensor, _tk: torch.Tensor = tk) -> torch.Tensor:
+                return ContactLikelihood(
+                    pairs2[_tk], c_obs[_tk], cfg["contact_threshold"], cfg["flip_prob"]
+                )(post(xn))
+
+            try:
+                dps_flow_sample(net, lik_dps2, (D,), nt * k, 2, 1.0, seed=seed)
+                out["C2_dps"] = "ran"
+            except RuntimeError as exc:
+                out["C2_dps"] = f"not applicable: {str(exc)[:60]}"
+    return out
+
+
+# ------------------------------------------------------------------------------ summaries
+_HIB = {"sw2": False, "upper": None, "bin": True, "hit": True, "realism": True, "rmsd": False}
+
+
+def summarize(
+    name: str, per_seed: list[dict[str, Any]], quick: bool
+) -> tuple[list[tuple[str, str, list[float], bool | None]], list[Claim], dict[str, Any]]:
+    keys = [k for k in per_seed[0] if isinstance(k, tuple)]
+    rows = []
+    val: dict[tuple[str, str], float] = {}
+    for m, metric in keys:
+        vals = [float(d[(m, metric)]) for d in per_seed]
+        if not all(math.isfinite(v) for v in vals):
+            continue
+        rows.append((m, metric, vals, _HIB[metric.split("_")[0]]))
+        val[(m, metric)] = float(np.mean(vals))
+    extra = {
+        "per_seed_info": [
+            {k: v for k, v in d.items() if not isinstance(k, tuple)} for d in per_seed
+        ]
+    }
+
+    def v(m: str, metric: str) -> float:
+        return val.get((m, metric), math.nan)
+
+    claims = []
+    if name == "toy2d":
+        e, d = v("ess_flow", "sw2_A1"), v("dps", "sw2_A1")
+        claims.append(
+            Claim(
+                "A1: SW2(ESS-Flow, reference) <= 0.10 and <= SW2(DPS)",
+                bool(e <= 0.10 and e <= d),
+                f"ESS {e:.3f}, DPS {d:.3f}",
+            )
+        )
+        fr = [float(s[("ess_flow", "upper_mode_frac_A1")]) for s in per_seed]
+        claims.append(
+            Claim(
+                "A1: both posterior modes hold 35-65 % of ESS-Flow samples (every seed)",
+                bool(all(0.35 <= f <= 0.65 for f in fr)),
+                "upper-mode fractions " + ", ".join(f"{f:.2f}" for f in fr),
+            )
+        )
+        be, bd = v("ess_flow", "bin_consistency_A2"), v("dps", "bin_consistency_A2")
+        claims.append(
+            Claim(
+                "A2: bin consistency ESS-Flow >= 0.95 and DPS <= 0.60",
+                bool(be >= 0.95 and bd <= 0.60),
+                f"ESS {be:.3f}, DPS {bd:.3f}",
+            )
+        )
+        e2, d2 = v("ess_flow", "sw2_A2"), v("dps", "sw2_A2")
+        claims.append(
+            Claim(
+                "A2: SW2(ESS-Flow) <= 0.5 x SW2(DPS)",
+                bool(e2 <= 0.5 * d2),
+                f"ESS {e2:.3f}, DPS {d2:.3f}",
+            )
+        )
+    elif name == "lattice":
+        for tag, label in (("spec", "spec q*"), ("cond", "feasible q*, inferred variant")):
+            h, r = v("ess_flow", f"hit_rate_{tag}"), v("ess_flow", f"realism_{tag}")
+            hd = v("data", f"hit_rate_{tag}")
+            claims.append(
+                Claim(
+                    f"B ({label}): ESS-Flow hit rate >= 0.80 with realism >= 0.90",
+                    bool(h >= 0.80 and r >= 0.90),
+                    f"hit {h:.3f}, realism {r:.3f} (training data hit rate {hd:.4f})",
+                )
+            )
+            hs, hp = v("sir", f"hit_rate_{tag}"), v("prior", f"hit_rate_{tag}")
+            claims.append(
+                Claim(
+                    f"B ({label}): SIR at equal generator evaluations hits less than ESS-Flow",
+                    bool(hs < h),
+                    f"SIR {hs:.3f} vs ESS {h:.3f} (prior {hp:.3f}, "
+                    f"pCN {v('pcn', f'hit_rate_{tag}'):.3f})",
+                )
+            )
+    else:
+        e, p, d = v("ess_flow", "rmsd_C1"), v("prior", "rmsd_C1"), v("dps", "rmsd_C1")
+        claims.append(
+            Claim(
+                "C1: median RMSD(ESS-Flow) <= 0.7 x prior and <= 1.1 x DPS",
+                bool(e <= 0.7 * p and e <= 1.1 * d),
+                f"ESS {e:.2f}, prior {p:.2f}, DPS {d:.2f} (A)",
+            )
+        )
+        e2, p2 = v("ess_flow", "rmsd_C2"), v("prior", "rmsd_C2")
+        claims.append(
+            Claim(
+                "C2: median RMSD(ESS-Flow) <= 0.8 x prior (DPS not applicable)",
+                bool(e2 <= 0.8 * p2),
+                f"ESS {e2:.2f}, prior {p2:.2f} (A); DPS: {per_seed[0].get('C2_dps')}",
+            )
+        )
+    return rows, claims, extra

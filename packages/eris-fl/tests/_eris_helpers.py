@@ -1,0 +1,40 @@
+"""Small builders shared by the tests (a uniquely named module: tests share one run)."""
+
+import torch
+
+
+def make_mlp(seed=0, dtype=torch.float64, d_in=6, hidden=5, d_out=3):
+    gen = torch.Generator().manual_seed(seed)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(d_in, hidden), torch.nn.Tanh(), torch.nn.Linear(hidden, d_out)
+    ).to(dtype)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.randn(p.shape, generator=gen, dtype=dtype) * 0.5)
+    return model
+
+
+def make_clients(num_clients=7, seed=0, dtype=torch.float64, d_in=6, d_out=3):
+    gen = torch.Generator().manual_seed(seed)
+    out = []
+    for k in range(num_clients):
+        n = 5 + 3 * k
+        X = torch.randn(n, d_in, generator=gen, dtype=dtype)
+        y = torch.randint(0, d_out, (n,), generator=gen)
+        out.append((X, y))
+    return out
+
+
+def dist_model():
+    """Deliberately unseeded: launch_local must broadcast rank 0's initial state."""
+    return torch.nn.Sequential(torch.nn.Linear(6, 4), torch.nn.Tanh(), torch.nn.Linear(4, 3))
+
+
+def dist_data(rank):
+    return make_clients(3, seed=11, dtype=torch.float32)[rank]
+
+
+def dist_data_crash(rank):
+    if rank == 1:
+        raise RuntimeError("rank 1 crashed on purpose")
+    return dist_data(rank)

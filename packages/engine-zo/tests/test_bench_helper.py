@@ -1,0 +1,46 @@
+import pytest
+import torch
+
+from engine_zo import MeZO
+from engine_zo.bench import forward_passes_to_target
+
+
+def _model():
+    torch.manual_seed(0)
+    return torch.nn.Linear(4, 1, bias=False)
+
+
+X = torch.eye(4)
+Y = torch.ones(4, 1)
+
+
+def _loss(model):
+    return ((model(X) - Y) ** 2).mean()
+
+
+def test_reaches_target_at_an_evaluation_point():
+    run = forward_passes_to_target(lambda p: MeZO(p, lr=0.1, seed=0), _model, _loss, 0.05, 4000, 20)
+    assert run.forward_passes is not None
+    assert run.forward_passes % 20 == 0
+    assert run.curve[0][0] == 0
+    assert run.final_loss <= 0.05
+    assert [fp for fp, _ in run.curve] == list(range(0, run.forward_passes + 1, 20))
+
+
+def test_budget_exhausted_returns_none():
+    run = forward_passes_to_target(lambda p: MeZO(p, lr=1e-4, seed=0), _model, _loss, 1e-6, 40, 20)
+    assert run.forward_passes is None
+    assert run.curve[-1][0] == 40
+
+
+def test_divergence_is_reported():
+    run = forward_passes_to_target(
+        lambda p: MeZO(p, lr=1e20, seed=0), _model, _loss, 1e-6, 2000, 20
+    )
+    assert run.forward_passes is None
+    assert run.diverged
+
+
+def test_bad_budget():
+    with pytest.raises(ValueError, match="budget"):
+        forward_passes_to_target(lambda p: MeZO(p, lr=0.1), _model, _loss, 0.1, 0, 10)

@@ -1,0 +1,445 @@
+import copy
+import json
+import math
+
+import pytest
+import torch
+
+from engine_zo import LOZO, Engine, LowRankSampler, MeZO, SubspaceSampler
+from methodkit import zo
+
+
+def _mlp(seed=0):
+    g = torch.Generator().manual_seed(seed)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 7), torch.nn.Tanh(), torch.nn.Linear(7, 3))
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.randn(p.shape, generator=g) * 0.5)
+    x = torch.randn(32, 8, generator=g)
+    y = torch.randn(32, 3, generator=g)
+    return model, (lambda: torch.nn.functional.mse_loss(model(x), y))
+
+
+def _run(opt, loss, steps):
+    return [float(opt.step(loss)) for _ in range(steps)]
+
+
+def _walk(obj):
+    if isinstance(obj, dict):
+        for v in obj.values():
+            yield from _walk(v)
+    elif isinstance(obj, list | tuple):
+        for v in obj:
+            yield from _walk(v)
+    else:
+        yield obj
+
+
+def test_two_forward_passes_per_step_and_counter():
+    model, loss = _mlp()
+    counter = zo.ForwardCounter(loss)
+    opt = Engine(model.parameters(), lr=1e-2, ranks=(2,))
+    for k in range(1, 13):
+        opt.step(counter)
+        assert counter.count == 2 * k == opt.forward_passes
+    assert opt.steps == 12
+
+
+def test_reduces_to_mezo_bitwise():
+    m1, l1 = _mlp()
+    m2, l2 = _mlp()
+    e = Engine(
+        m1.parameters(),
+        lr=1e-2,
+        ranks=(),
+        coarse_steps=(),
+        pre_smooth=1,
+        post_smooth=0,
+        inject=0.0,
+        seed=5,
+    )
+    m = MeZO(m2.parameters(), lr=1e-2, seed=5)
+    assert _run(e, l1, 25) == _run(m, l2, 25)
+    for a, b in zip(m1.parameters(), m2.parameters(), strict=True):
+        assert torch.equal(a, b)
+
+
+def test_reduces_to_lozo_bitwise():
+    m1, l1 = _mlp()
+    m2, l2 = _mlp()
+    e = Engine(
+        m1.parameters(),
+        lr=1e-2,
+        ranks=(2,),
+        coarse_steps=(8,),
+        pre_smooth=0,
+        post_smooth=0,
+        inject=0.0,
+        seed=2,
+    )
+    lz = LOZO(m2.parameters(), lr=1e-2, rank=2, lazy_interval=8, seed=2)
+    assert _run(e, l1, 20) == _run(lz, l2, 20)
+    for a, b in zip(m1.parameters(), m2.parameters(), strict=True):
+        assert torch.equal(a, b)
+
+
+def _engine_reference_direction(opt, toy, step, gamma, eps):
+    """xi of a coarse step written densely in float64 from the algorithm's equations."""
+    seed = zo.derive_seed(opt.seed, 0, step)
+    basis = zo.derive_seed(opt.seed, 1, step // opt.cycle_length)
+    W, b = toy.weight, toy.bias
+    r = opt.ranks[0]
+    U = torch.randn((6, r), generator=zo.tensor_generator(seed, 0)).double()
+    V = torch.randn((5, r), generator=zo.tensor_generator(basis, 0)).double()
+    sub = [U @ V.T / math.sqrt(r), torch.randn(6, generator=zo.tensor_generator(seed, 1)).double()]
+    state = opt.state_dict()["zo"]
+    h = [torch.zeros(6, 5, dtype=torch.float64), torch.zeros(6, dtype=torch.float64)]
+    for s, d in zip(state["buffer_seeds"], state["buffer_half_diffs"], strict=True):
+        for i, p in enumerate((W, b)):
+            h[i] += d / eps * torch.randn(p.shape, generator=zo.tensor_generator(s, i)).double()
+    h_norm = math.sqrt(sum(float((t**2).sum()) for t in h))
+    sub_norm = math.sqrt(sum(float((t**2).sum()) for t in sub))
+    a = float(
+        torch.randn(
+            (),
+            generator=torch.Generator().manual_seed(zo.derive_seed(seed, 7)),
+            dtype=torch.float64,
+        )
+    )
+    return [
+        math.sqrt(1 - gamma) * s + math.sqrt(gamma) * a * sub_norm * t / h_norm
+        for s, t in zip(sub, h, strict=True)
+    ], h
+
+
+def test_dense_exactness_of_a_coarse_step_with_history(toy, recorder):
+    eps, lr, gamma = 1e-3, 0.05, 0.5
+    opt = Engine(
+        toy.parameters(),
+        lr=lr,
+        eps=eps,
+        ranks=(2,),
+        coarse_steps=(3,),
+        pre_smooth=2,
+        post_smooth=0,
+        inject=gamma,
+        seed=3,
+    )
+    opt.step(toy.loss)
+    opt.step(toy.loss)
+    assert opt.level == 1
+    assert len(opt.state_dict()["zo"]["buffer_seeds"]) == 2
+    theta0 = [p.detach().double().clone() for p in toy.parameters()]
+    xi, _ = _engine_reference_direction(opt, toy, 2, gamma, eps)
+    rec = recorder(toy.parameters(), toy.loss)
+    opt.step(rec)
+    for point, sign in ((rec.points[0], 1), (rec.points[1], -1)):
+        for p, t0, x in zip(point, theta0, xi, strict=True):
+            torch.testing.assert_close(p.double(), t0 + sign * eps * x, atol=1e-6, rtol=0)
+    c = (rec.values[0] - rec.values[1]) / (2 * eps)
+    for p, t0, x in zip(toy.parameters(), theta0, xi, strict=True):
+        torch.testing.assert_close(p.detach().double(), t0 - lr * c * x, atol=1e-6, rtol=0)
+
+
+def _coarse_perturbation(toy, recorder, inject):
+    # eps = 0.5 so float32 rounding of theta +- eps xi does not blur the structure
+    opt = Engine(
+        toy.parameters(),
+        lr=0.05,
+        eps=0.5,
+        ranks=(2,),
+        coarse_steps=(3,),
+        pre_smooth=2,
+        post_smooth=0,
+        inject=inject,
+        seed=1,
+    )
+    opt.step(toy.loss)
+    opt.step(toy.loss)
+    W0 = toy.weight.detach().double().clone()
+    h = _engine_reference_direction(opt, toy, 2, 0.5, 0.5)[1][0]
+    rec = recorder(toy.parameters(), toy.loss)
+    opt.step(rec)
+    V = torch.randn((5, 2), generator=zo.tensor_generator(zo.derive_seed(1, 1, 0), 0)).double()
+    return (rec.points[0][0].double() - W0) / 0.5, V, h
+
+
+def test_structure_without_injection_is_rank_r(toy, recorder):
+    delta, _, _ = _coarse_perturbation(toy, recorder, 0.0)
+    s = torch.linalg.svdvals(delta)
+    assert int((s > 1e-4 * s[0]).sum()) <= 2
+
+
+def test_structure_with_injection_lies_in_subspace_plus_h(toy, recorder):
+    delta, V, h = _coarse_perturbation(toy, recorder, 0.5)
+    # delta = A V^T + beta h  for some A (6x2) and scalar beta
+    cols = [
+        torch.kron(torch.eye(6, dtype=torch.float64)[:, i : i + 1], V[:, k : k + 1].T).reshape(-1)
+        for i in range(6)
+        for k in range(2)
+    ]
+    basis = torch.stack([*cols, h.reshape(-1)], dim=1)
+    coef = torch.linalg.lstsq(basis, delta.reshape(-1, 1)).solution
+    resid = (basis @ coef).reshape(6, 5) - delta
+    assert float(resid.norm() / delta.norm()) < 1e-5
+    # without the h column the fit is poor: the injected direction leaves the subspace
+    coef_sub = torch.linalg.lstsq(basis[:, :-1], delta.reshape(-1, 1)).solution
+    resid_sub = (basis[:, :-1] @ coef_sub).reshape(6, 5) - delta
+    assert float(resid_sub.norm() / delta.norm()) > 0.05
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["fine", "lowrank", "subzero"])
+def test_samplers_are_unbiased(kind):
+    G = torch.linspace(-1.0, 2.0, 12).reshape(4, 3)
+    p = torch.zeros(4, 3)
+    n = 20_000
+    acc = torch.zeros(4, 3, dtype=torch.float64)
+    for k in range(n):
+        gen = zo.tensor_generator(k, 0)
+        if kind == "fine":
+            xi = zo.sample(p, gen)
+        elif kind == "lowrank":
+            xi = zo.sample(p, gen, sampler=LowRankSampler(2, 10_000 + k, [(0, p)]))
+        else:
+            xi = zo.sample(p, gen, sampler=SubspaceSampler(2, 10_000 + k, [(0, p)]))
+        c = float((G * xi).sum())
+        acc += c * xi.double()
+    est = acc / n
+    assert float((est - G).norm() / G.norm()) < 0.05
+
+
+def test_restores_parameters_when_the_estimate_is_zero():
+    model, _ = _mlp()
+    before = [p.detach().clone() for p in model.parameters()]
+    opt = Engine(model.parameters(), lr=1.0, ranks=(2,), seed=4)
+    for _ in range(12):
+        opt.step(lambda: 1.0)  # constant loss: c = 0, every step only perturbs and restores
+    for p, b in zip(model.parameters(), before, strict=True):
+        torch.testing.assert_close(p.detach(), b, atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize(
+    ("bad", "err", "match"),
+    [
+        (float("nan"), ValueError, "non-finite"),
+        (float("inf"), ValueError, "non-finite"),
+        (torch.ones(3), TypeError, "scalar"),
+        (None, TypeError, "float or 0-dim"),
+        (RuntimeError("boom"), RuntimeError, "boom"),
+    ],
+)
+def test_bad_closure_raises_after_restoring(bad, err, match):
+    model, loss = _mlp()
+    opt = Engine(model.parameters(), lr=0.1, ranks=(2,), pre_smooth=0, seed=1)
+    opt.step(loss)  # coarse
+    before = [p.detach().clone() for p in model.parameters()]
+    calls = []
+
+    def closure():
+        calls.append(1)
+        if len(calls) == 2:
+            if isinstance(bad, Exception):
+                raise bad
+            return bad
+        return loss()
+
+    with pytest.raises(err, match=match):
+        opt.step(closure)
+    for p, b in zip(model.parameters(), before, strict=True):
+        torch.testing.assert_close(p.detach(), b, atol=1e-6, rtol=0)
+
+
+def test_step_requires_a_closure():
+    model, _ = _mlp()
+    opt = Engine(model.parameters(), lr=0.1)
+    with pytest.raises(TypeError, match="closure"):
+        opt.step()
+    with pytest.raises(TypeError, match="callable"):
+        opt.step(3)
+
+
+def test_state_has_no_tensor_and_round_trips_the_trajectory():
+    m1, l1 = _mlp()
+    opt = Engine(m1.parameters(), lr=2e-2, ranks=(3, 2), coarse_steps=(3, 2), seed=7)
+    _run(opt, l1, 13)
+    assert len(opt.state) == 0
+    sd = copy.deepcopy(opt.state_dict())
+    assert not [v for v in _walk(sd) if isinstance(v, torch.Tensor)]
+    json.dumps(sd)  # ints, floats, None, strings only
+    snapshot = [p.detach().clone() for p in m1.parameters()]
+    rest_a = _run(opt, l1, 12)
+
+    m2, l2 = _mlp()
+    with torch.no_grad():
+        for p, s in zip(m2.parameters(), snapshot, strict=True):
+            p.copy_(s)
+    opt2 = Engine(m2.parameters(), lr=2e-2, ranks=(3, 2), coarse_steps=(3, 2), seed=0)
+    opt2.load_state_dict(json.loads(json.dumps(sd)))
+    assert opt2.forward_passes == 26
+    assert opt2.seed == 7
+    assert _run(opt2, l2, 12) == rest_a
+    for a, b in zip(m1.parameters(), m2.parameters(), strict=True):
+        assert torch.equal(a, b)
+
+
+def test_same_seed_same_weights_different_seed_differs():
+    outs = []
+    for seed in (0, 0, 1):
+        model, loss = _mlp()
+        _run(Engine(model.parameters(), lr=1e-2, ranks=(2,), seed=seed), loss, 15)
+        outs.append(torch.cat([p.detach().reshape(-1) for p in model.parameters()]))
+    assert torch.equal(outs[0], outs[1])
+    assert not torch.equal(outs[0], outs[2])
+
+
+def test_param_group_with_zero_lr_never_changes():
+    model, loss = _mlp()
+    first, second = list(model[0].parameters()), list(model[2].parameters())
+    frozen = [p.detach().clone() for p in first]
+    moved = [p.detach().clone() for p in second]
+    opt = Engine([{"params": first, "lr": 0.0}, {"params": second}], lr=5e-2, ranks=(2,))
+    _run(opt, loss, 12)
+    for p, b in zip(first, frozen, strict=True):
+        assert torch.equal(p, b)
+    assert any(not torch.equal(p, b) for p, b in zip(second, moved, strict=True))
+
+
+def test_schedule_levels_and_fine_lr():
+    model, loss = _mlp()
+    opt = Engine(
+        model.parameters(),
+        lr=1e-2,
+        ranks=(3, 2),
+        coarse_steps=(2, 1),
+        pre_smooth=1,
+        post_smooth=2,
+        fine_lr=0.0,
+    )
+    levels = []
+    for _ in range(12):
+        levels.append(opt.level)
+        opt.step(loss)
+    assert levels == [0, 1, 1, 2, 0, 0] * 2
+    assert opt.cycle_length == 6
+    assert opt.cycle == 2
+
+
+def test_fine_lr_zero_freezes_fine_steps(recorder):
+    model, loss = _mlp()
+    opt = Engine(
+        model.parameters(),
+        lr=1e-2,
+        ranks=(2,),
+        coarse_steps=(1,),
+        pre_smooth=1,
+        post_smooth=0,
+        fine_lr=0.0,
+    )
+    before = [p.detach().clone() for p in model.parameters()]
+    opt.step(loss)  # fine step with lr 0: only probe + restore
+    for p, b in zip(model.parameters(), before, strict=True):
+        torch.testing.assert_close(p.detach(), b, atol=1e-6, rtol=0)
+
+
+def test_weight_decay_is_decoupled():
+    p = torch.nn.Parameter(torch.full((4,), 2.0))
+    opt = Engine(
+        [p], lr=0.1, weight_decay=0.5, ranks=(), coarse_steps=(), post_smooth=0, inject=0.0
+    )
+    opt.step(lambda: 1.0)
+    torch.testing.assert_close(p.detach(), torch.full((4,), 2.0 * (1 - 0.05)), atol=1e-6, rtol=0)
+
+
+def test_lowrank_embeddings_false_uses_full_noise(recorder):
+    emb = torch.nn.Embedding(10, 6)
+    lin = torch.nn.Linear(6, 6)
+    idx = torch.arange(10)
+
+    def loss():
+        return lin(emb(idx)).pow(2).mean()
+
+    groups = [{"params": [emb.weight], "embedding": True}, {"params": list(lin.parameters())}]
+    opt = Engine(groups, lr=1e-3, ranks=(2,), pre_smooth=0, inject=0.0, lowrank_embeddings=False)
+    before = [emb.weight.detach().clone(), lin.weight.detach().clone()]
+    rec = recorder([emb.weight, lin.weight], loss)
+    opt.step(rec)
+    ranks = [
+        int(torch.linalg.matrix_rank(rec.points[0][i] - before[i], atol=1e-6)) for i in range(2)
+    ]
+    assert ranks == [6, 2]
+
+
+def test_warns_when_rank_exceeds_every_matrix():
+    with pytest.warns(UserWarning, match="full-space noise"):
+        Engine(torch.nn.Linear(3, 3).parameters(), lr=0.1, ranks=(4,))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "err", "match"),
+    [
+        ({"lr": 0.0}, ValueError, "lr must be > 0"),
+        ({"lr": -1.0}, ValueError, "lr"),
+        ({"eps": 0.0}, ValueError, "eps"),
+        ({"ranks": (0,)}, ValueError, "ranks"),
+        ({"ranks": (2, 4), "coarse_steps": (1, 1)}, ValueError, "decreasing"),
+        ({"ranks": (4,), "coarse_steps": (1, 2)}, ValueError, "same length"),
+        ({"inject": 1.0}, ValueError, "inject"),
+        ({"inject": -0.1}, ValueError, "inject"),
+        ({"history": 0}, ValueError, "history"),
+        ({"history_decay": 0.0}, ValueError, "history_decay"),
+        ({"noise": "uniform"}, ValueError, "noise"),
+        ({"pre_smooth": -1}, ValueError, "pre_smooth"),
+        (
+            {"ranks": (), "coarse_steps": (), "pre_smooth": 0, "post_smooth": 0},
+            ValueError,
+            "at least one",
+        ),
+        ({"seed": -3}, ValueError, "seed"),
+        ({"weight_decay": -1.0}, ValueError, "weight_decay"),
+    ],
+)
+def test_bad_arguments(kwargs, err, match):
+    model, _ = _mlp()
+    args = {"lr": 1e-3, **kwargs}
+    with pytest.raises(err, match=match):
+        Engine(model.parameters(), **args)
+
+
+def test_rejects_integer_parameters_requiring_grad():
+    Engine([torch.nn.Parameter(torch.zeros(3))], lr=1e-3, ranks=(), coarse_steps=())
+    bad = torch.zeros(3, dtype=torch.int64)
+    with pytest.raises(TypeError, match="floating point"):
+        Engine([bad], lr=1e-3, ranks=(), coarse_steps=())
+
+
+def test_history_zero_allowed_without_injection():
+    model, loss = _mlp()
+    opt = Engine(model.parameters(), lr=1e-2, ranks=(2,), inject=0.0, history=0)
+    _run(opt, loss, 12)
+    assert opt.state_dict()["zo"]["buffer_seeds"] == []
+
+
+@pytest.mark.slow
+def test_quadratic_sanity_injection_helps_at_small_lr():
+    a = torch.linspace(1.0, 100.0, 400).reshape(20, 20)
+    finals = {"engine": [], "mezo": [], "engine0": []}
+    for seed in range(3):
+        for name in finals:
+            W = torch.nn.Parameter(torch.ones(20, 20))
+            if name == "mezo":
+                opt = MeZO([W], lr=3e-6, eps=1e-3, seed=seed)
+            else:
+                opt = Engine(
+                    [W], lr=3e-6, eps=1e-3, inject=0.5 if name == "engine" else 0.0, seed=seed
+                )
+
+            def loss(W=W):
+                return 0.5 * (a * W**2).sum()
+
+            while opt.forward_passes < 3000:
+                opt.step(loss)
+            finals[name].append(float(loss().detach()))
+    mean = {k: sum(v) / 3 for k, v in finals.items()}
+    assert mean["engine"] <= 0.8 * mean["mezo"], mean
+    assert mean["engine"] <= 0.8 * mean["engine0"], mean

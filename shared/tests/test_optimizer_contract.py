@@ -7,7 +7,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from methodkit.testing import OptimizerContract  # noqa: E402
+from methodkit.testing import OptimizerContract, ZerothOrderOptimizerContract  # noqa: E402
 
 
 class TestSGDMomentumContract(OptimizerContract):
@@ -128,3 +128,52 @@ def test_methodkit_testing_stays_torch_free():
     code = "import sys, methodkit.testing; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+class _SPSA(torch.optim.Optimizer):
+    """A minimal MeZO/SPSA optimizer on methodkit.zo: forward-only, closure required."""
+
+    def __init__(self, params, lr=2e-2, eps=1e-3, seed=0, touch_frozen=False):
+        super().__init__(params, {"lr": lr, "eps": eps})
+        self.seed, self.t, self.touch_frozen = seed, 0, touch_frozen
+
+    def state_dict(self):
+        sd = super().state_dict()
+        sd["t"] = self.t
+        return sd
+
+    def load_state_dict(self, state_dict):
+        self.t = state_dict["t"]
+        super().load_state_dict({k: v for k, v in state_dict.items() if k != "t"})
+
+    @torch.no_grad()
+    def step(self, closure):
+        from methodkit import zo
+
+        losses = []
+        for g, group in enumerate(self.param_groups):
+            if group["lr"] == 0:  # a frozen group is never perturbed (restoring is inexact)
+                continue
+            params = [p for p in group["params"] if p.requires_grad or self.touch_frozen]
+            seed = zo.derive_seed(self.seed, self.t, g)  # own noise per group
+            proj, f_plus, f_minus = zo.two_point(closure, params, seed, group["eps"])
+            zo.apply_combination_(params, [seed], [-group["lr"] * proj])
+            losses.append((f_plus + f_minus) / 2)  # f(theta) + O(eps^2)
+        self.t += 1
+        return losses[0]
+
+
+class TestSPSAZerothOrderContract(ZerothOrderOptimizerContract):
+    n_steps = 600
+
+    def make_optimizer(self, params):
+        return _SPSA(params)
+
+
+def test_zeroth_order_contract_bites_an_optimizer_that_moves_frozen_params():
+    class _Bad(ZerothOrderOptimizerContract):
+        def make_optimizer(self, params):
+            return _SPSA(params, touch_frozen=True)
+
+    with pytest.raises(AssertionError, match="requires_grad=False parameter changed"):
+        _Bad().test_params_without_grad_are_skipped()

@@ -14,6 +14,7 @@ from methodkit.testing._grad import (
 
 __all__ = [
     "OptimizerContract",
+    "ZerothOrderOptimizerContract",
     "assert_grad_matches_autograd",
     "assert_grad_matches_finite_differences",
     "finite_difference_grad",
@@ -23,8 +24,8 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     # Lazy: the optimizer contract imports torch, and ``import methodkit.testing`` must not.
-    if name == "OptimizerContract":
-        from methodkit.testing._optimizer_contract import OptimizerContract
+    if name in ("OptimizerContract", "ZerothOrderOptimizerContract"):
+        from methodkit.testing import _optimizer_contract
 
-        return OptimizerContract
+        return getattr(_optimizer_contract, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -230,3 +230,39 @@ class OptimizerContract:
         text = repr(opt)
         assert isinstance(text, str)
         assert type(opt).__name__ in text
+
+
+class ZerothOrderOptimizerContract(OptimizerContract):
+    """The contract for closure-only, forward-only optimizers (MeZO-like, ES-like).
+
+    Two checks change meaning without gradients. Such optimizers never read ``.grad``, so
+    what they must skip is a parameter with ``requires_grad=False``. And a step divides loss
+    differences by a small ``2 eps``, amplifying the float32 rounding of a loss summed in a
+    different memory order ~1e3x, so the non-contiguous check evaluates the loss on a
+    contiguous copy: both layouts must then receive identical noise and updates.
+    """
+
+    requires_closure = True
+
+    def test_params_without_grad_are_skipped(self) -> None:
+        x, loss = self._quadratic_problem()
+        gen = torch.Generator().manual_seed(0)
+        frozen = torch.nn.Parameter(torch.randn(5, generator=gen), requires_grad=False)
+        before = frozen.detach().clone()
+        opt = self.make_optimizer([x, frozen])
+        self._run(opt, lambda: loss(x), 5)
+        assert torch.equal(frozen.detach(), before), "a requires_grad=False parameter changed"
+        assert not torch.equal(x.detach(), torch.ones_like(x)), "the other parameter did not move"
+
+    def test_non_contiguous_params(self) -> None:
+        gen = torch.Generator().manual_seed(1)
+        base = torch.randn(3, 4, generator=gen)
+        target = torch.randn(4, 3, generator=gen)
+        p_nc = torch.nn.Parameter(base.clone().t())
+        p_c = torch.nn.Parameter(base.clone().t().contiguous())
+        assert not p_nc.is_contiguous()
+        opt_nc = self.make_optimizer([p_nc])
+        opt_c = self.make_optimizer([p_c])
+        self._run(opt_nc, lambda: ((p_nc.contiguous() - target) ** 2).sum(), 5)
+        self._run(opt_c, lambda: ((p_c - target) ** 2).sum(), 5)
+        torch.testing.assert_close(p_nc.detach(), p_c.detach(), rtol=1e-5, atol=1e-6)

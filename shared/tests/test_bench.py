@@ -126,3 +126,15 @@ def test_plot_writes_png(tmp_path):
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with pytest.raises(ValueError, match="no results for metric"):
         plot_results(_record().to_dict(), tmp_path / "x.png", metrics=["missing"])
+
+
+def test_write_readme_block_replaces_only_between_markers(tmp_path):
+    from methodkit.bench import write_readme_block
+
+    readme = tmp_path / "README.md"
+    readme.write_text("# x\n\n<!-- table:start -->\nold\n<!-- table:end -->\n\nafter\n")
+    assert write_readme_block(readme, "| a |\n")
+    assert readme.read_text() == "# x\n\n<!-- table:start -->\n| a |\n<!-- table:end -->\n\nafter\n"
+    assert not write_readme_block(readme, "| a |")
+    with pytest.raises(ValueError, match="lacks the markers"):
+        write_readme_block(readme, "x", name="results")

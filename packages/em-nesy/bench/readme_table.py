@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
-from methodkit.bench import claims_table, load_record, records_table
+from methodkit.bench import claims_table, load_record, records_table, write_readme_block
 
 ROOT = Path(__file__).resolve().parents[1]
 ORDER = ["addition_accuracy", "addition_n15", "scaling"]
@@ -59,15 +58,7 @@ def main() -> None:
     for name in ORDER:
         lines.append(f"![{name}](bench/results/{name}.png)")
     block = "\n".join(lines)
-    readme = Path(args.readme)
-    text = readme.read_text()
-    text = re.sub(
-        r"<!-- results:start -->.*<!-- results:end -->",
-        lambda _: f"<!-- results:start -->\n{block}\n<!-- results:end -->",
-        text,
-        flags=re.DOTALL,
-    )
-    readme.write_text(text)
+    write_readme_block(Path(args.readme), block, name="results")
 
 
 if __name__ == "__main__":

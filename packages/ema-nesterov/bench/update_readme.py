@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
-from methodkit.bench import claims_table, load_record, records_table
+from methodkit.bench import claims_table, load_record, records_table, write_readme_block
 
 HERE = Path(__file__).resolve().parent
 README = HERE.parent / "README.md"
@@ -18,8 +17,6 @@ for rec in records:
         f"{rec['environment'].get('threads')} thread(s), torch {rec['environment'].get('torch')}):"
     )
 lines += ["", records_table(records), "", claims_table(records)]
-block = "<!-- table:start -->\n" + "\n".join(lines) + "\n<!-- table:end -->"
-text = README.read_text()
-text = re.sub(r"<!-- table:start -->.*?<!-- table:end -->", lambda _: block, text, flags=re.DOTALL)
-README.write_text(text)
+block = "\n".join(lines)
+write_readme_block(README, block)
 print(block)

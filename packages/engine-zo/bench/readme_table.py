@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
-from methodkit.bench import claims_table, load_record, records_table
+from methodkit.bench import claims_table, load_record, records_table, write_readme_block
 
 HERE = Path(__file__).resolve().parent
 ORDER = ["forward_passes_A", "forward_passes_B", "engine_ablation", "peak_memory"]
@@ -39,15 +38,7 @@ def main() -> None:
         + "![task A curves](bench/results/forward_passes_A_curves.png)\n"
         + "![task B](bench/results/forward_passes_B.png)\n"
     )
-    readme = HERE.parent / "README.md"
-    text = readme.read_text()
-    text = re.sub(
-        r"<!-- table:start -->.*<!-- table:end -->",
-        lambda _: f"<!-- table:start -->\n{body}<!-- table:end -->",
-        text,
-        flags=re.DOTALL,
-    )
-    readme.write_text(text)
+    write_readme_block(HERE.parent / "README.md", body)
 
 
 if __name__ == "__main__":

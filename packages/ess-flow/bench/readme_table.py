@@ -8,9 +8,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from methodkit.bench import claims_table, load_record, records_table
-
-START, END = "<!-- table:start -->", "<!-- table:end -->"
+from methodkit.bench import claims_table, load_record, records_table, write_readme_block
 
 
 def main() -> None:
@@ -21,7 +19,6 @@ def main() -> None:
     cmds = sorted({r["command"] for r in records})
     block = "\n".join(
         [
-            START,
             f"Commands: {'; '.join(f'`{c}`' for c in cmds)}. Summed wall time "
             f"{wall / 60:.0f} min (machine: {records[0]['environment'].get('cpu_count')} "
             f"cores, {records[0]['environment'].get('threads')} thread, shared with other jobs). "
@@ -32,13 +29,9 @@ def main() -> None:
             claims_table(records),
             "",
             *[f"![{r['benchmark']}](bench/results/{r['benchmark']}.png)" for r in records],
-            END,
         ]
     )
-    readme = here.parent / "README.md"
-    text = readme.read_text()
-    i, j = text.index(START), text.index(END) + len(END)
-    readme.write_text(text[:i] + block + text[j:])
+    write_readme_block(here.parent / "README.md", block)
 
 
 if __name__ == "__main__":

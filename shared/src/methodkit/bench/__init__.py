@@ -7,6 +7,7 @@ Plotting needs ``methodkit[bench]`` (matplotlib); everything else needs numpy on
 
 from methodkit.bench._cli import bench_parser, finish, set_threads
 from methodkit.bench._plot import plot_results
+from methodkit.bench._readme import write_readme_block
 from methodkit.bench._record import (
     SCHEMA_VERSION,
     BenchRecord,
@@ -35,4 +36,5 @@ __all__ = [
     "save_record",
     "set_threads",
     "validate_record",
+    "write_readme_block",
 ]

@@ -273,18 +273,24 @@ def _entry(
     threads: int,
 ) -> None:
     torch.set_num_threads(threads)
-    x = run_worker(
-        rank,
-        world_size,
-        model_fn,
-        dataset_fn,
-        config,
-        rounds,
-        trainer,
-        comm,
-        init_method=f"tcp://127.0.0.1:{port}",
-        timeout_s=timeout_s,
-    )
+    try:
+        x = run_worker(
+            rank,
+            world_size,
+            model_fn,
+            dataset_fn,
+            config,
+            rounds,
+            trainer,
+            comm,
+            init_method=f"tcp://127.0.0.1:{port}",
+            timeout_s=timeout_s,
+        )
+    except BaseException as exc:
+        # Written before the process dies, so the parent can name the root cause even when
+        # another rank's "connection closed by peer" error is the one torch reports first.
+        (Path(out_dir) / f"rank{rank}.err").write_text(f"{type(exc).__name__}: {exc}")
+        raise
     torch.save(x, Path(out_dir) / f"rank{rank}.pt")
 
 
@@ -368,7 +374,12 @@ def launch_local(
                         f"distributed run did not finish within timeout_s={timeout_s}"
                     )
         except (mp.ProcessRaisedException, mp.ProcessExitedException) as exc:
-            raise RuntimeError(f"a rank of the distributed run failed: {exc}") from exc
+            errors = "; ".join(
+                f"{p.stem}: {p.read_text()}" for p in sorted(Path(out_dir).glob("rank*.err"))
+            )
+            raise RuntimeError(
+                f"a rank of the distributed run failed ({errors or 'no error recorded'}): {exc}"
+            ) from exc
         finally:
             for proc in ctx.processes:
                 if proc.is_alive():

@@ -9,13 +9,18 @@ from methodkit.bench import (
     ResultRow,
     bench_parser,
     claims_table,
-    finish,
     load_record,
     plot_results,
     records_table,
     save_record,
     validate_record,
 )
+
+
+def _env():
+    from methodkit.bench import environment
+
+    return {**environment(), "load_avg_start": [0.1, 0.2, 0.3], "load_avg_end": None}
 
 
 def _record(passed=True):
@@ -30,8 +35,9 @@ def _record(passed=True):
         config={"n": 3},
         seeds=[0, 1, 2],
         results=rows,
-        claim=Claim("ours beats baseline", passed, measured="0.2 vs 0.5"),
+        claims=[Claim("ours beats baseline", passed, measured="0.2 vs 0.5")],
         wall_time_s=1.5,
+        environment=_env(),
     )
 
 
@@ -49,23 +55,30 @@ def test_save_and_load_round_trip(tmp_path):
     path = save_record(_record(), tmp_path)
     assert path.name == "toy.json"
     data = load_record(path)
-    assert data["schema"] == 1
+    assert data["schema"] == 2
     assert data["version"]  # methodkit's own installed version
     assert data["environment"]["threads"] == 1
     assert data["results"][0]["values"] == [0.1, 0.2, 0.3]
     assert "values" in data["results"][2]
-    assert data["claims"] == [data["claim"]]
+    assert data["claims"] == [
+        {"text": "ours beats baseline", "passed": True, "measured": "0.2 vs 0.5"}
+    ]
+    assert "claim" not in data
+    assert "--out" not in data["command"]
 
 
 @pytest.mark.parametrize(
     ("mutate", "match"),
     [
-        (lambda d: d.pop("claim"), "lacks field 'claim'"),
-        (lambda d: d.update(schema=2), "schema 2"),
+        (lambda d: d.pop("claims"), "lacks field 'claims'"),
+        (lambda d: d.update(schema=1), "schema 1 is not 2"),
+        (lambda d: d.update(claims=[]), "no claims"),
+        (lambda d: d.update(command="bench/run.py --out /tmp/x"), "--out"),
+        (lambda d: d["environment"].pop("load_avg_start"), "load_avg_start"),
         (lambda d: d.update(results=[]), "no results"),
         (lambda d: d["results"][0].pop("mean"), "results\\[0\\]"),
         (lambda d: d.update(seeds="0"), "'seeds' has type str"),
-        (lambda d: d["claim"].update(passed="yes"), "bool 'passed'"),
+        (lambda d: d["claims"][0].update(passed="yes"), "'passed' true/false/null"),
     ],
 )
 def test_validate_rejects_broken_records(mutate, match):
@@ -94,18 +107,9 @@ def test_tables_render_every_row_and_claim():
 
 def test_tables_escape_pipes():
     data = _record().to_dict()
-    data["claim"] = {"text": "max |a - b| small", "passed": True, "measured": "|x| = 0"}
-    data["claims"] = [data["claim"]]
+    data["claims"] = [{"text": "max |a - b| small", "passed": True, "measured": "|x| = 0"}]
     row = claims_table([data]).splitlines()[-1]
     assert row == "| toy | max \\|a - b\\| small | \\|x\\| = 0 | yes |"
-
-
-def test_finish_exit_codes(capsys):
-    ok, bad = _record(True).to_dict(), _record(False).to_dict()
-    assert finish([ok], quick=False) == 0
-    assert finish([ok, bad], quick=False) == 1
-    assert finish([bad], quick=True) == 0
-    assert "ours beats baseline" in capsys.readouterr().out
 
 
 def test_parser_defaults():
@@ -126,15 +130,3 @@ def test_plot_writes_png(tmp_path):
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with pytest.raises(ValueError, match="no results for metric"):
         plot_results(_record().to_dict(), tmp_path / "x.png", metrics=["missing"])
-
-
-def test_write_readme_block_replaces_only_between_markers(tmp_path):
-    from methodkit.bench import write_readme_block
-
-    readme = tmp_path / "README.md"
-    readme.write_text("# x\n\n<!-- table:start -->\nold\n<!-- table:end -->\n\nafter\n")
-    assert write_readme_block(readme, "| a |\n")
-    assert readme.read_text() == "# x\n\n<!-- table:start -->\n| a |\n<!-- table:end -->\n\nafter\n"
-    assert not write_readme_block(readme, "| a |")
-    with pytest.raises(ValueError, match="lacks the markers"):
-        write_readme_block(readme, "x", name="results")

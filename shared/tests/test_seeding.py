@@ -56,6 +56,37 @@ def test_torch_generator_is_seeded():
         generator(-1)
 
 
+def test_torch_generator_keys_give_derived_independent_streams():
+    torch = pytest.importorskip("torch")
+    from methodkit.torch import generator
+
+    plain = torch.Generator().manual_seed(5)
+    torch.testing.assert_close(
+        torch.rand(3, generator=generator(5)), torch.rand(3, generator=plain)
+    )
+    derived = torch.Generator().manual_seed(methodkit.derive_seed(5, 1, 2))
+    torch.testing.assert_close(
+        torch.rand(3, generator=generator(5, 1, 2)), torch.rand(3, generator=derived)
+    )
+    streams = [torch.rand(3, generator=generator(5, k)) for k in range(3)]
+    assert not torch.equal(streams[0], streams[1])
+    assert not torch.equal(streams[1], streams[2])
+    with pytest.raises(ValueError, match="need a seed"):
+        generator(None, 1)
+    with pytest.raises(TypeError, match="key"):
+        generator(5, 1.5)
+
+
+def test_derive_seed_is_a_pure_deterministic_mix():
+    a = methodkit.derive_seed(3, 0, 7)
+    assert a == methodkit.derive_seed(3, 0, 7)
+    assert 0 <= a < 2**63
+    assert len({methodkit.derive_seed(3, k) for k in range(100)}) == 100
+    assert methodkit.derive_seed(3, 1, 2) != methodkit.derive_seed(3, 2, 1)
+    with pytest.raises(ValueError, match="key"):
+        methodkit.derive_seed(3, -1)
+
+
 def test_import_is_light():
     code = (
         "import sys, methodkit, methodkit.bench, methodkit.data, methodkit.testing\n"

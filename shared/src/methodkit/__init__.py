@@ -7,17 +7,15 @@ scikit-learn live in the submodules ``methodkit.torch``, ``methodkit.bench``,
 
 from importlib.metadata import version as _version
 
-from methodkit._logging import get_logger, setup_logging
 from methodkit._progress import progress
-from methodkit._seeding import rng, seed_everything
+from methodkit._seeding import derive_seed, rng, seed_everything
 
 __version__ = _version("methodkit")
 
 __all__ = [
     "__version__",
-    "get_logger",
+    "derive_seed",
     "progress",
     "rng",
     "seed_everything",
-    "setup_logging",
 ]

@@ -8,6 +8,38 @@ import sys
 import numpy as np
 
 SeedLike = int | np.random.Generator | None
+MASK64 = (1 << 64) - 1
+
+
+def splitmix64(x: int) -> int:
+    x = (x + 0x9E3779B97F4A7C15) & MASK64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & MASK64
+    return x ^ (x >> 31)
+
+
+def check_seed(seed: int, name: str = "seed") -> int:
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"{name} must be an int, got {type(seed).__name__}")
+    if seed < 0:
+        raise ValueError(f"{name} must be >= 0, got {seed}")
+    return seed
+
+
+def derive_seed(seed: int, *keys: int) -> int:
+    """Mix ``seed`` with integer ``keys`` into a new 63-bit seed (splitmix64 chain).
+
+    One user seed becomes independent streams per step, client or task, e.g.
+    ``derive_seed(seed, 0, step)``; :func:`methodkit.torch.generator` seeds from it.
+
+    Raises:
+        TypeError: If ``seed`` or a key is not an int.
+        ValueError: If ``seed`` or a key is negative.
+    """
+    x = splitmix64(check_seed(seed) & MASK64)
+    for k in keys:
+        x = splitmix64(x ^ check_seed(k, "key"))
+    return x >> 1
 
 
 def seed_everything(seed: int) -> np.random.Generator:

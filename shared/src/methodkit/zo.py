@@ -25,15 +25,14 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import math
-import multiprocessing
-import resource
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import torch
 
+from methodkit._seeding import MASK64, check_seed, derive_seed, splitmix64
+
 __all__ = [
-    "ForwardCounter",
     "Params",
     "Sampler",
     "apply_combination_",
@@ -41,7 +40,6 @@ __all__ = [
     "combination_sq_norm",
     "derive_seed",
     "param_list",
-    "peak_memory",
     "perturb_",
     "perturbed",
     "sample",
@@ -49,7 +47,6 @@ __all__ = [
     "two_point",
 ]
 
-_MASK64 = (1 << 64) - 1
 _KINDS = ("gaussian", "rademacher")
 
 #: ``sampler(param, generator) -> noise shaped like param`` (structured noise, e.g. low rank).
@@ -58,37 +55,6 @@ Sampler = Callable[[torch.Tensor, torch.Generator], torch.Tensor]
 #: returned by :func:`param_list`. The position in the sequence is the tensor's ``index``.
 Params = Sequence[torch.Tensor] | Sequence[tuple[str, torch.Tensor]]
 Filter = str | Sequence[str] | Callable[[str, torch.Tensor], bool] | None
-
-
-def _splitmix64(x: int) -> int:
-    x = (x + 0x9E3779B97F4A7C15) & _MASK64
-    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
-    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK64
-    return x ^ (x >> 31)
-
-
-def _check_seed(seed: int, name: str = "seed") -> int:
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise TypeError(f"{name} must be an int, got {type(seed).__name__}")
-    if seed < 0:
-        raise ValueError(f"{name} must be >= 0, got {seed}")
-    return seed
-
-
-def derive_seed(seed: int, *keys: int) -> int:
-    """Mix ``seed`` with integer ``keys`` into a new 63-bit seed (splitmix64 chain).
-
-    Optimizers use it to derive per-step or per-cycle seeds from one user seed, e.g.
-    ``derive_seed(seed, 0, step)``.
-
-    Raises:
-        TypeError: If ``seed`` or a key is not an int.
-        ValueError: If ``seed`` or a key is negative.
-    """
-    x = _splitmix64(_check_seed(seed) & _MASK64)
-    for k in keys:
-        x = _splitmix64(x ^ _check_seed(k, "key"))
-    return x >> 1
 
 
 def tensor_generator(seed: int, index: int, device: torch.device | str = "cpu") -> torch.Generator:
@@ -106,9 +72,9 @@ def tensor_generator(seed: int, index: int, device: torch.device | str = "cpu") 
         TypeError: If ``seed`` or ``index`` is not an int.
         ValueError: If ``seed`` or ``index`` is negative.
     """
-    _check_seed(seed)
-    _check_seed(index, "index")
-    mixed = _splitmix64(_splitmix64(seed & _MASK64) ^ index)
+    check_seed(seed)
+    check_seed(index, "index")
+    mixed = splitmix64(splitmix64(seed & MASK64) ^ index)
     gen = torch.Generator(device=device)
     gen.manual_seed(mixed)
     return gen
@@ -431,94 +397,3 @@ def two_point(
         if offset != 0.0:
             perturb_(params, seed, [-offset * s for s in scales], kind, sampler)
     return (f_plus - f_minus) / (2 * scales[0]), f_plus, f_minus
-
-
-class ForwardCounter:
-    """Wrap a closure and count its calls in ``count``.
-
-    Example:
-        >>> f = ForwardCounter(lambda: 1.0)
-        >>> _ = f(), f()
-        >>> f.count
-        2
-    """
-
-    def __init__(self, closure: Callable[[], Any]) -> None:
-        if not callable(closure):
-            raise TypeError(f"closure must be callable, got {type(closure).__name__}")
-        self.closure = closure
-        self.count = 0
-
-    def __call__(self) -> Any:
-        """Call the wrapped closure and count it."""
-        self.count += 1
-        return self.closure()
-
-
-def _rss_kib(field: str) -> int | None:
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        return None
-    return None
-
-
-def _child(fn: Callable[..., Any], args: tuple[Any, ...], queue: Any) -> None:
-    try:
-        import torch as _torch  # noqa: F401  (the baseline includes torch)
-
-        with contextlib.suppress(OSError), open("/proc/self/clear_refs", "w") as fh:
-            fh.write("5")  # reset the high-water mark (VmHWM) to the current RSS
-        base = _rss_kib("VmRSS")
-        if base is None:
-            base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        fn(*args)
-        peak = _rss_kib("VmHWM")
-        if peak is None:
-            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        queue.put(("ok", (peak - base) * 1024))
-    except BaseException as exc:  # report any failure to the parent
-        queue.put(("error", f"{type(exc).__name__}: {exc}"))
-
-
-def peak_memory(
-    fn: Callable[..., Any],
-    device: torch.device | str = "cpu",
-    args: tuple[Any, ...] = (),
-    timeout: float = 600.0,
-) -> int:
-    """Peak memory in bytes used by ``fn(*args)``.
-
-    CUDA: resets the peak statistics of ``device``, runs ``fn`` here and returns
-    ``torch.cuda.max_memory_allocated``. CPU: runs ``fn`` in a fresh *spawned* process and
-    returns its peak RSS minus the RSS after ``import torch`` in that process (Linux resets
-    the high-water mark through ``/proc/self/clear_refs``). On CPU ``fn`` and ``args`` must be
-    picklable (a module-level function), and ``fn`` should build its own model.
-
-    Raises:
-        RuntimeError: If the child process fails or times out.
-    """
-    dev = torch.device(device)
-    if dev.type == "cuda":
-        torch.cuda.synchronize(dev)
-        torch.cuda.reset_peak_memory_stats(dev)
-        fn(*args)
-        torch.cuda.synchronize(dev)
-        return int(torch.cuda.max_memory_allocated(dev))
-    ctx = multiprocessing.get_context("spawn")
-    queue = ctx.Queue()
-    proc = ctx.Process(target=_child, args=(fn, args, queue))
-    proc.start()
-    try:
-        status, value = queue.get(timeout=timeout)
-    except Exception as exc:
-        proc.kill()
-        raise RuntimeError(f"peak_memory child produced no result ({exc!r})") from exc
-    finally:
-        proc.join(timeout=30)
-    if status != "ok":
-        raise RuntimeError(f"peak_memory child failed: {value}")
-    return int(value)

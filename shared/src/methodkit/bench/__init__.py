@@ -1,40 +1,61 @@
-"""Benchmark records (conventions §12): schema, saving, the standard plot and Markdown tables.
+"""Benchmarks (conventions §12): one runner, one record schema, the standard plot, tables.
 
-Every ``bench/run.py`` builds :class:`BenchRecord` objects, saves them with
-:func:`save_record`, and the package README's table is rendered by :func:`records_table`.
-Plotting needs ``methodkit[bench]`` (matplotlib); everything else needs numpy only.
+Every ``bench/run.py`` is a few lines over :func:`run_suite`; each benchmark returns an
+:class:`Outcome` whose claims are built with :func:`check` or :func:`compare`, so that a
+claim resting on missing or degenerate numbers is "not measured", never passed. README
+tables come from the committed records through ``python -m methodkit.bench.readme``.
+Plotting needs ``methodkit[bench]`` (matplotlib); memory measurement needs torch.
 """
 
-from methodkit.bench._cli import bench_parser, finish, set_threads
+from methodkit.bench._claims import check, compare, missing_inputs
+from methodkit.bench._cli import bench_parser, set_threads
+from methodkit.bench._memory import ForwardCounter, peak_memory
 from methodkit.bench._plot import plot_results
-from methodkit.bench._readme import write_readme_block
 from methodkit.bench._record import (
+    FAILED,
+    HELD,
+    NOT_MEASURED,
     SCHEMA_VERSION,
     BenchRecord,
     Claim,
     ResultRow,
+    claim_status,
     environment,
+    load_average,
     load_record,
     save_record,
     validate_record,
 )
+from methodkit.bench._suite import Outcome, enforce_measured, run_suite, summarize
 from methodkit.bench._table import claims_table, md_cell, records_table
 
 __all__ = [
+    "FAILED",
+    "HELD",
+    "NOT_MEASURED",
     "SCHEMA_VERSION",
     "BenchRecord",
     "Claim",
+    "ForwardCounter",
+    "Outcome",
     "ResultRow",
     "bench_parser",
+    "check",
+    "claim_status",
     "claims_table",
+    "compare",
+    "enforce_measured",
     "environment",
-    "finish",
+    "load_average",
     "load_record",
     "md_cell",
+    "missing_inputs",
+    "peak_memory",
     "plot_results",
     "records_table",
+    "run_suite",
     "save_record",
     "set_threads",
+    "summarize",
     "validate_record",
-    "write_readme_block",
 ]

@@ -1,14 +1,10 @@
-"""The command line every ``bench/run.py`` shares, and its exit-code rule."""
+"""The command-line options every ``bench/run.py`` shares, and the thread limit."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-from collections.abc import Sequence
-from typing import Any
-
-from methodkit.bench._table import claims_table, records_table
 
 
 def bench_parser(description: str, default_out: str = "bench/results") -> argparse.ArgumentParser:
@@ -20,7 +16,9 @@ def bench_parser(description: str, default_out: str = "bench/results") -> argpar
     parser.add_argument("--out", default=default_out, help="output folder for JSON and PNG")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds to run")
     parser.add_argument(
-        "--quick", action="store_true", help="tiny configuration (< 60 s), claims not enforced"
+        "--quick",
+        action="store_true",
+        help="tiny smoke configuration (< 60 s); its claims are not the full-scale verdicts",
     )
     parser.add_argument("--threads", type=int, default=1, help="torch/BLAS threads (default 1)")
     return parser
@@ -42,19 +40,3 @@ def set_threads(threads: int) -> None:
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.set_num_threads(threads)
-
-
-def finish(records: Sequence[dict[str, Any]], quick: bool) -> int:
-    """Print the results and claims tables and return the script's exit code.
-
-    A full run exits 1 when any claim failed; a ``--quick`` run (a smoke run on a tiny
-    configuration) reports its claims but always exits 0.
-    """
-    print(records_table(records))
-    print()
-    print(claims_table(records))
-    failed = [c for r in records for c in r.get("claims") or [r["claim"]] if not c["passed"]]
-    if quick or not failed:
-        return 0
-    print(f"\n{len(failed)} claim(s) failed", file=sys.stderr)
-    return 1

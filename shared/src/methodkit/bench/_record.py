@@ -1,4 +1,9 @@
-"""The JSON record a benchmark writes: one schema for every package, validated on load."""
+"""The JSON record a benchmark writes: one schema for every package, validated on load.
+
+Schema 2 (this one) keeps every claim in one ``claims`` list, records ``command`` without
+the ``--out`` folder, and stores the machine's load average at the start and end of the run
+in ``environment`` (a timing claim only means something on a quiet machine).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import json
 import math
 import os
 import platform
+import shlex
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -18,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _REQUIRED = {
     "schema": int,
@@ -33,7 +39,7 @@ _REQUIRED = {
     "seeds": list,
     "wall_time_s": (int, float),
     "results": list,
-    "claim": dict,
+    "claims": list,
 }
 _ROW_REQUIRED = {
     "method": str,
@@ -84,13 +90,34 @@ class ResultRow:
         )
 
 
+#: The three verdicts a claim can have; ``passed`` is True, False or None respectively.
+HELD, FAILED, NOT_MEASURED = "held", "failed", "not measured"
+
+
 @dataclass(frozen=True)
 class Claim:
-    """A claim a benchmark checks: its text, whether it held, and the measured value(s)."""
+    """A claim a benchmark checks: its text, its verdict and the measured value(s).
+
+    ``passed`` is ``True`` (held), ``False`` (failed) or ``None`` (not measured: an input was
+    missing, NaN or degenerate). Build claims with :func:`~methodkit.bench.check` or
+    :func:`~methodkit.bench.compare`, which make that decision; ``inputs`` keeps the numbers
+    the verdict rests on so that :func:`~methodkit.bench.run_suite` can re-check them.
+    """
 
     text: str
-    passed: bool
+    passed: bool | None
     measured: str = ""
+    inputs: tuple[float | None, ...] = ()
+
+    @property
+    def status(self) -> str:
+        """``"held"``, ``"failed"`` or ``"not measured"``."""
+        return claim_status(self.passed)
+
+
+def claim_status(passed: bool | None) -> str:
+    """The verdict word for a claim's ``passed`` value (``True``/``False``/``None``)."""
+    return NOT_MEASURED if passed is None else (HELD if passed else FAILED)
 
 
 def _git_commit() -> str:
@@ -105,6 +132,14 @@ def _git_commit() -> str:
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return out.stdout.strip() or "unknown"
+
+
+def load_average() -> list[float] | None:
+    """The 1, 5 and 15 minute load averages (None where the platform has none)."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (AttributeError, OSError):
+        return None
 
 
 def environment(threads: int = 1, device: str = "cpu") -> dict[str, Any]:
@@ -123,22 +158,39 @@ def environment(threads: int = 1, device: str = "cpu") -> dict[str, Any]:
     return env
 
 
+def strip_out_option(command: str) -> str:
+    """Drop ``--out DIR`` / ``--out=DIR`` from a command line: scratch folders are not results."""
+    words = shlex.split(command)
+    kept: list[str] = []
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+            continue
+        if word == "--out":
+            skip = True
+            continue
+        if word.startswith("--out="):
+            continue
+        kept.append(word)
+    return shlex.join(kept)
+
+
+def _command() -> str:
+    return strip_out_option(shlex.join([f"bench/{Path(sys.argv[0]).name}", *sys.argv[1:]]))
+
+
 @dataclass
 class BenchRecord:
-    """Everything one benchmark run reports; serialised by :func:`save_record`.
-
-    ``claim`` is the headline claim; ``claims`` lists every claim checked (the headline
-    included), each with its measured value, for the repository report.
-    """
+    """Everything one benchmark run reports; serialised by :func:`save_record`."""
 
     package: str
     benchmark: str
     config: dict[str, Any]
     seeds: list[int]
     results: list[ResultRow]
-    claim: Claim
+    claims: list[Claim]
     wall_time_s: float
-    claims: list[Claim] = field(default_factory=list)
     version: str = ""
     command: str = ""
     created_utc: str = ""
@@ -152,8 +204,7 @@ class BenchRecord:
                 self.version = _dist_version(self.package)
             except PackageNotFoundError:
                 self.version = "unknown"
-        if not self.command:
-            self.command = " ".join([Path(sys.argv[0]).name, *sys.argv[1:]])
+        self.command = strip_out_option(self.command) if self.command else _command()
         if not self.created_utc:
             now = _dt.datetime.now(_dt.UTC).replace(microsecond=0)
             self.created_utc = now.isoformat().replace("+00:00", "Z")
@@ -161,8 +212,6 @@ class BenchRecord:
             self.git_commit = _git_commit()
         if not self.environment:
             self.environment = environment()
-        if not self.claims:
-            self.claims = [self.claim]
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON-ready dictionary (optional empty fields dropped from rows)."""
@@ -170,11 +219,21 @@ class BenchRecord:
         data["results"] = [
             {k: v for k, v in row.items() if v is not None} for row in data["results"]
         ]
+        data["claims"] = [_claim_dict(c) for c in self.claims]
         return data
 
 
+def _claim_dict(claim: Claim) -> dict[str, Any]:
+    out: dict[str, Any] = {"text": claim.text, "passed": claim.passed, "measured": claim.measured}
+    if claim.inputs:
+        out["inputs"] = [
+            None if x is None or not math.isfinite(float(x)) else float(x) for x in claim.inputs
+        ]
+    return out
+
+
 def validate_record(data: Mapping[str, Any]) -> None:
-    """Check a loaded record against schema 1.
+    """Check a loaded record against schema 2.
 
     Raises:
         ValueError: Naming the first missing or ill-typed field.
@@ -185,7 +244,15 @@ def validate_record(data: Mapping[str, Any]) -> None:
         if not isinstance(data[key], typ) or isinstance(data[key], bool):
             raise ValueError(f"field {key!r} has type {type(data[key]).__name__}")
     if data["schema"] != SCHEMA_VERSION:
-        raise ValueError(f"schema {data['schema']} is not {SCHEMA_VERSION}")
+        raise ValueError(
+            f"schema {data['schema']} is not {SCHEMA_VERSION} "
+            "(python -m methodkit.bench.upgrade rewrites older records)"
+        )
+    if "--out" in shlex.split(data["command"]):
+        raise ValueError(f"command {data['command']!r} keeps an --out folder")
+    for key in ("load_avg_start", "load_avg_end"):
+        if key not in data["environment"]:
+            raise ValueError(f"environment lacks {key!r} (null where it was not recorded)")
     if not data["results"]:
         raise ValueError("benchmark record has no results")
     for i, row in enumerate(data["results"]):
@@ -194,9 +261,13 @@ def validate_record(data: Mapping[str, Any]) -> None:
                 raise ValueError(f"results[{i}] lacks a valid {key!r}")
         if not math.isfinite(row["std"]):
             raise ValueError(f"results[{i}] has a non-finite std")
-    for claim in [data["claim"], *data.get("claims", [])]:
-        if not isinstance(claim.get("text"), str) or not isinstance(claim.get("passed"), bool):
-            raise ValueError(f"claim {claim!r} needs a str 'text' and a bool 'passed'")
+    if not data["claims"]:
+        raise ValueError("benchmark record has no claims")
+    for claim in data["claims"]:
+        if not isinstance(claim.get("text"), str) or not (
+            claim.get("passed") is None or isinstance(claim.get("passed"), bool)
+        ):
+            raise ValueError(f"claim {claim!r} needs a str 'text' and 'passed' true/false/null")
 
 
 def save_record(record: BenchRecord, out_dir: str | os.PathLike[str]) -> Path:

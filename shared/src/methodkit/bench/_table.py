@@ -6,7 +6,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 
-def _fmt(x: float) -> str:
+def fmt_number(x: float) -> str:
+    """Four significant digits, scientific outside [1e-3, 1e4)."""
     if x == 0:
         return "0"
     if abs(x) >= 1e4 or abs(x) < 1e-3:
@@ -44,7 +45,7 @@ def records_table(records: Iterable[Mapping[str, Any]]) -> str:
             )
             lines.append(
                 f"| {bench} | {method} | {metric}{_arrow(row)} "
-                f"| {_fmt(row['mean'])} ± {_fmt(row['std'])} | {row['n']} |"
+                f"| {fmt_number(row['mean'])} ± {fmt_number(row['std'])} | {row['n']} |"
             )
     return "\n".join(lines)
 
@@ -53,8 +54,8 @@ def claims_table(records: Iterable[Mapping[str, Any]]) -> str:
     """Render every claim of the records: benchmark, claim, measured value, passed or not."""
     lines = ["| benchmark | claim | measured | passed |", "|---|---|---|---|"]
     for rec in records:
-        for claim in rec.get("claims") or [rec["claim"]]:
-            mark = "yes" if claim["passed"] else "**no**"
+        for claim in rec["claims"]:
+            mark = {True: "yes", False: "**no**", None: "not measured"}[claim["passed"]]
             measured = md_cell(claim.get("measured", "") or "—")
             lines.append(
                 f"| {md_cell(rec['benchmark'])} | {md_cell(claim['text'])} | {measured} | {mark} |"

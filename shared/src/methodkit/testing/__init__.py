@@ -7,7 +7,6 @@ from typing import Any
 
 from methodkit.testing._grad import (
     assert_grad_matches_autograd,
-    assert_grad_matches_finite_differences,
     finite_difference_grad,
     relative_error,
 )
@@ -16,7 +15,6 @@ __all__ = [
     "OptimizerContract",
     "ZerothOrderOptimizerContract",
     "assert_grad_matches_autograd",
-    "assert_grad_matches_finite_differences",
     "finite_difference_grad",
     "relative_error",
 ]

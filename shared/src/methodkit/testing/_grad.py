@@ -64,25 +64,6 @@ def finite_difference_grad(
     return grad
 
 
-def assert_grad_matches_finite_differences(
-    f: Callable[[NDArray[np.float64]], float],
-    grad: NDArray[np.floating],
-    x: NDArray[np.floating],
-    eps: float = 1e-6,
-    rtol: float = 1e-5,
-) -> float:
-    """Assert that ``grad`` is the gradient of ``f`` at ``x`` to relative error ``rtol``.
-
-    Returns:
-        The measured relative error.
-    """
-    reference = finite_difference_grad(f, x, eps)
-    err = relative_error(grad, reference)
-    if not err <= rtol:
-        raise AssertionError(f"gradient relative error {err:.3e} > rtol {rtol:.1e}")
-    return err
-
-
 def assert_grad_matches_autograd(
     loss_fn: Callable[[], torch.Tensor],
     params: Sequence[torch.Tensor],

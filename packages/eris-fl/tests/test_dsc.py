@@ -4,6 +4,7 @@ import math
 
 import pytest
 import torch
+from eris_fl_reference import centralised_diana
 
 from _eris_helpers import make_clients, make_mlp
 from eris_fl import (
@@ -17,7 +18,6 @@ from eris_fl import (
     run_fedavg,
     run_simulation,
 )
-from eris_fl._seeding import COMPRESS, LOCAL, derived_generator
 
 
 @pytest.mark.parametrize("comp", [RandK(0.25), StochasticQuant(2)])
@@ -42,26 +42,6 @@ def test_randk_omega_and_payload():
     out = comp(torch.ones(4810), gen)
     assert int((out != 0).sum()) == 481
     assert torch.equal(comp.support(4810, torch.Generator().manual_seed(4)), out != 0)
-
-
-def centralised_diana(model, data, trainer, comp, alpha, rounds, seed, server_lr=1.0):
-    """DIANA-compressed FedAvg written from the equations with one central server."""
-    x = flatten(model).clone()
-    d = x.numel()
-    sizes = [len(y) for _, y in data]
-    p = [n / sum(sizes) for n in sizes]
-    h = [torch.zeros(d, dtype=x.dtype) for _ in data]
-    s = torch.zeros(d, dtype=x.dtype)
-    for t in range(rounds):
-        v = s.clone()
-        for k in range(len(data)):
-            u = trainer.update(model, x.clone(), data[k], derived_generator(seed, t, k, LOCAL))
-            c = comp(u - h[k], derived_generator(seed, t, k, COMPRESS))
-            h[k] = h[k] + alpha * c
-            v += p[k] * c
-        s = s + alpha * (v - s)
-        x = x + server_lr * v
-    return x
 
 
 @pytest.mark.parametrize("A", [1, 3])

@@ -2,29 +2,12 @@
 
 import pytest
 import torch
+from eris_fl_reference import hand_fedavg
 
 from _eris_helpers import make_clients, make_mlp
 from eris_fl import ERISConfig, FedAvgConfig, LocalTrainer, flatten, run_fedavg, run_simulation
-from eris_fl._round import participants
-from eris_fl._seeding import LOCAL, derived_generator
 
 ROUNDS = 5
-
-
-def hand_fedavg(model, data, trainer, weights, rounds, seed, server_lr=1.0, per_round=None):
-    """FedAvg written from the equations: x <- x + lr * sum_k p_k u_k."""
-    x = flatten(model).clone()
-    sizes = [len(y) for _, y in data]
-    for t in range(rounds):
-        clients = participants(len(data), per_round, seed, t)
-        raw = [float(sizes[k]) for k in clients] if weights == "samples" else [1.0] * len(clients)
-        p = [w / sum(raw) for w in raw]
-        v = torch.zeros_like(x)
-        for k, w in zip(clients, p, strict=True):
-            u = trainer.update(model, x.clone(), data[k], derived_generator(seed, t, k, LOCAL))
-            v += w * u
-        x = x + server_lr * v
-    return x
 
 
 @pytest.fixture(scope="module")

@@ -3,13 +3,40 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
+from torch import nn
 
 from eris_fl._seeding import SELECT, derived_generator
-from eris_fl.client import dataset_size
+from eris_fl.client import LocalTrainer, UpdateFn, dataset_size
+
+EvalFn = Callable[[nn.Module], "dict[str, float] | float"]
+
+
+def as_update_fn(trainer: LocalTrainer | UpdateFn | None, config: Any) -> UpdateFn:
+    """The local-work callable of a run: ``trainer``'s ``update``, or the default trainer."""
+    if trainer is None:
+        return LocalTrainer(
+            trainable_only=config.trainable_only, include_buffers=config.include_buffers
+        ).update
+    if isinstance(trainer, LocalTrainer):
+        return trainer.update
+    if callable(trainer):
+        return trainer
+    raise TypeError(f"trainer must be a LocalTrainer or a callable, got {type(trainer).__name__}")
+
+
+def evaluate(eval_fn: EvalFn | None, model: nn.Module, round: int) -> dict[str, float]:
+    """The metrics row of ``round``: ``{"round": t}`` plus what ``eval_fn(model)`` returns."""
+    row: dict[str, float] = {"round": float(round)}
+    if eval_fn is not None:
+        model.eval()
+        with torch.no_grad():
+            out = eval_fn(model)
+        row.update(out if isinstance(out, dict) else {"metric": float(out)})
+    return row
 
 
 def check_datasets(client_datasets: Sequence[Any]) -> list[int]:

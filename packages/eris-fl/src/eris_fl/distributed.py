@@ -7,7 +7,7 @@ it; in ``comm="collective"`` mode a ``dist.reduce(dst=aggregator)`` does the sum
 gloo's reduction tree lets intermediate ranks see partial sums (a performance mode).
 Each aggregator then ``broadcast``s its segment ``v^(a)`` and every rank reassembles
 ``x_{t+1} = x_t + lambda v``. The arithmetic is that of
-:class:`~eris_fl.simulation.ERISSimulator`, so both give the same parameters.
+:class:`~eris_fl.ERISSimulator`, so both give the same parameters.
 
 Multi-host with ``torchrun`` (reads ``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``,
 ``MASTER_PORT``)::
@@ -47,7 +47,14 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from eris_fl import _round
+from eris_fl._round import (
+    as_update_fn,
+    check_datasets,
+    check_update,
+    participants,
+    round_weights,
+    select_aggregators,
+)
 from eris_fl._seeding import COMPRESS, LOCAL, derived_generator
 from eris_fl.aggregator import ShardAggregator
 from eris_fl.client import LocalTrainer, UpdateFn
@@ -56,7 +63,6 @@ from eris_fl.config import ERISConfig
 from eris_fl.dsc import ShiftState, resolve_alpha
 from eris_fl.params import assign, flatten
 from eris_fl.partition import ShardPartitioner
-from eris_fl.simulation import _as_update_fn
 
 logger = logging.getLogger(__name__)
 
@@ -132,7 +138,7 @@ def run_worker(
         dataset_fn: ``f(rank) -> dataset`` of this client.
         config: :class:`~eris_fl.config.ERISConfig` (same on every rank).
         rounds: Number of rounds.
-        trainer: Local work, as in :func:`~eris_fl.simulation.run_simulation`.
+        trainer: Local work, as in :func:`~eris_fl.run_simulation`.
         comm: ``"p2p"`` or ``"collective"``.
         init_method: ``torch.distributed`` init method (``tcp://host:port`` or ``env://``).
         timeout_s: Timeout of every collective (a dead peer fails the run after this).
@@ -185,11 +191,11 @@ def _train(
         )
     model = model_fn()
     data = dataset_fn(rank)
-    update_fn = _as_update_fn(trainer, cfg)
+    update_fn = as_update_fn(trainer, cfg)
     x = flatten(model, cfg.trainable_only, cfg.include_buffers).cpu()
     dist.broadcast(x, src=0)  # everybody starts from rank 0's initial state
     d = x.numel()
-    n_local = _round.check_datasets([data])[0]
+    n_local = check_datasets([data])[0]
     sizes_t = [torch.zeros(1, dtype=torch.long) for _ in range(world_size)]
     dist.all_gather(sizes_t, torch.tensor([n_local], dtype=torch.long))
     sizes = [int(s) for s in sizes_t]
@@ -201,15 +207,15 @@ def _train(
         shift = ShiftState(d, alpha, dtype=x.dtype)
         public = ShiftState(d, alpha, dtype=x.dtype)
     for t in range(rounds):
-        clients = _round.participants(world_size, cfg.clients_per_round, cfg.seed, t)
-        aggs = _round.select_aggregators(
+        clients = participants(world_size, cfg.clients_per_round, cfg.seed, t)
+        aggs = select_aggregators(
             cfg.aggregator_selection, cfg.num_aggregators, clients, cfg.seed, t
         )
-        p = _round.round_weights(cfg.weights, sizes, clients)
+        p = round_weights(cfg.weights, sizes, clients)
         c = None
         if rank in clients:
             u = update_fn(model, x.clone(), data, derived_generator(cfg.seed, t, rank, LOCAL))
-            u = _round.check_update(u, d, rank, t).detach().cpu()
+            u = check_update(u, d, rank, t).detach().cpu()
             if shift is not None and cfg.compressor is not None:
                 gen = derived_generator(cfg.seed, t, rank, COMPRESS)
                 c = shift.step(u, cfg.compressor, gen)

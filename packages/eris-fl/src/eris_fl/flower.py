@@ -24,7 +24,7 @@ from types import ModuleType
 
 import torch
 
-from eris_fl import _round
+from eris_fl._round import participants, round_weights, select_aggregators
 from eris_fl.aggregator import ShardAggregator
 from eris_fl.config import ERISConfig
 from eris_fl.partition import ShardPartitioner
@@ -77,11 +77,11 @@ class FlowerRelay:
     def roles(self, round: int) -> RoundRoles:
         """Participants, aggregators (client ids) and weights of ``round``."""
         cfg = self.config
-        clients = _round.participants(len(self.sizes), cfg.clients_per_round, cfg.seed, round)
-        aggs = _round.select_aggregators(
+        clients = participants(len(self.sizes), cfg.clients_per_round, cfg.seed, round)
+        aggs = select_aggregators(
             cfg.aggregator_selection, cfg.num_aggregators, clients, cfg.seed, round
         )
-        return RoundRoles(clients, aggs, _round.round_weights(cfg.weights, self.sizes, clients))
+        return RoundRoles(clients, aggs, round_weights(cfg.weights, self.sizes, clients))
 
     def _indices(self, round: int, d: int) -> list[torch.Tensor]:
         owner = self.partitioner.owner(round, d)

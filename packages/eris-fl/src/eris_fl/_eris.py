@@ -13,7 +13,16 @@ from typing import Any
 import torch
 from torch import nn
 
-from eris_fl import _round
+from eris_fl._round import (
+    EvalFn,
+    as_update_fn,
+    check_datasets,
+    check_update,
+    evaluate,
+    participants,
+    round_weights,
+    select_aggregators,
+)
 from eris_fl._seeding import COMPRESS, LOCAL, derived_generator
 from eris_fl.aggregator import ShardAggregator
 from eris_fl.client import LocalTrainer, UpdateFn
@@ -25,8 +34,6 @@ from eris_fl.params import assign, flatten
 from eris_fl.partition import ShardPartitioner
 
 logger = logging.getLogger(__name__)
-
-EvalFn = Callable[[nn.Module], "dict[str, float] | float"]
 
 
 @dataclass
@@ -73,18 +80,6 @@ class History:
         raise KeyError(f"no round recorded metric {key!r}")
 
 
-def _as_update_fn(trainer: LocalTrainer | UpdateFn | None, config: Any) -> UpdateFn:
-    if trainer is None:
-        return LocalTrainer(
-            trainable_only=config.trainable_only, include_buffers=config.include_buffers
-        ).update
-    if isinstance(trainer, LocalTrainer):
-        return trainer.update
-    if callable(trainer):
-        return trainer
-    raise TypeError(f"trainer must be a LocalTrainer or a callable, got {type(trainer).__name__}")
-
-
 def shard_bytes(
     compressor: Compressor | None, c_shard: torch.Tensor, sup: torch.Tensor | None
 ) -> int:
@@ -98,16 +93,6 @@ def shard_bytes(
     if isinstance(compressor, TopK):
         return 2 * BYTES_PER_VALUE * int((c_shard != 0).sum())
     return compressor.payload_bytes(n) if n else 0
-
-
-def _evaluate(eval_fn: EvalFn | None, model: nn.Module, round: int) -> dict[str, float]:
-    row: dict[str, float] = {"round": float(round)}
-    if eval_fn is not None:
-        model.eval()
-        with torch.no_grad():
-            out = eval_fn(model)
-        row.update(out if isinstance(out, dict) else {"metric": float(out)})
-    return row
 
 
 class ERISSimulator:
@@ -164,9 +149,9 @@ class ERISSimulator:
             raise TypeError(f"config must be an ERISConfig, got {type(config).__name__}")
         self.model = model
         self.datasets = list(client_datasets)
-        self.sizes = _round.check_datasets(self.datasets)
+        self.sizes = check_datasets(self.datasets)
         self.config = config
-        self.update_fn = _as_update_fn(trainer, config)
+        self.update_fn = as_update_fn(trainer, config)
         self.eval_fn = eval_fn
         K = len(self.datasets)
         m = config.clients_per_round or K
@@ -199,12 +184,12 @@ class ERISSimulator:
             The round's metrics (``round`` plus what ``eval_fn`` returned).
         """
         cfg, t, d = self.config, self.round, self.d
-        update_fn = self.update_fn if trainer is None else _as_update_fn(trainer, cfg)
-        clients = _round.participants(len(self.datasets), cfg.clients_per_round, cfg.seed, t)
-        aggs = _round.select_aggregators(
+        update_fn = self.update_fn if trainer is None else as_update_fn(trainer, cfg)
+        clients = participants(len(self.datasets), cfg.clients_per_round, cfg.seed, t)
+        aggs = select_aggregators(
             cfg.aggregator_selection, cfg.num_aggregators, clients, cfg.seed, t
         )
-        p = _round.round_weights(cfg.weights, self.sizes, clients)
+        p = round_weights(cfg.weights, self.sizes, clients)
         x_t = self.x
         # Steps 1-2: local work and (optional) shifted compression.
         updates: dict[int, torch.Tensor] = {}
@@ -213,7 +198,7 @@ class ERISSimulator:
         for k in clients:
             gen = derived_generator(cfg.seed, t, k, LOCAL)
             u = update_fn(self.model, x_t.clone(), self.datasets[k], gen)
-            updates[k] = _round.check_update(u, d, k, t).detach()
+            updates[k] = check_update(u, d, k, t).detach()
             if cfg.compressor is None:
                 messages[k], support[k] = updates[k], None
             else:
@@ -256,7 +241,7 @@ class ERISSimulator:
             )
         self.round += 1
         logger.debug("round %d done (A=%d, %d clients)", t, cfg.num_aggregators, len(clients))
-        return _evaluate(self.eval_fn, self.model, t)
+        return evaluate(self.eval_fn, self.model, t)
 
 
 def run_simulation(

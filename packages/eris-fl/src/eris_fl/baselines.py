@@ -1,4 +1,4 @@
-"""The centralised reference: FedAvg, FedAvg with unshifted compression, local-DP FedAvg."""
+"""Baselines: centralised FedAvg, FedAvg with unshifted rand-k/top-k, local-DP FedAvg."""
 
 from __future__ import annotations
 
@@ -8,21 +8,21 @@ from typing import Any
 import torch
 from torch import nn
 
-from eris_fl import _round
+from eris_fl._eris import History, RoundView, Tap, shard_bytes
+from eris_fl._round import (
+    EvalFn,
+    as_update_fn,
+    check_datasets,
+    check_update,
+    evaluate,
+    participants,
+    round_weights,
+)
 from eris_fl._seeding import COMPRESS, LOCAL, NOISE, derived_generator
 from eris_fl.client import LocalTrainer, UpdateFn
 from eris_fl.compress import BYTES_PER_VALUE
 from eris_fl.config import FedAvgConfig
 from eris_fl.params import assign, flatten
-from eris_fl.simulation import (
-    EvalFn,
-    History,
-    RoundView,
-    Tap,
-    _as_update_fn,
-    _evaluate,
-    shard_bytes,
-)
 
 
 def run_fedavg(
@@ -36,7 +36,7 @@ def run_fedavg(
 ) -> History:
     """Train with a central server: ``x_{t+1} = x_t + lambda sum_k p_k C(clip(u_k) + noise)``.
 
-    Uses the same per-client random streams as :func:`~eris_fl.simulation.run_simulation`
+    Uses the same per-client random streams as :func:`~eris_fl.run_simulation`
     with the same seed, so ERIS without DSC reproduces it exactly.
 
     Args:
@@ -49,27 +49,27 @@ def run_fedavg(
         tap: Optional observer; the server is "aggregator 0" and owns every coordinate.
 
     Returns:
-        :class:`~eris_fl.simulation.History`.
+        :class:`~eris_fl.History`.
     """
     if not isinstance(config, FedAvgConfig):
         raise TypeError(f"config must be a FedAvgConfig, got {type(config).__name__}")
     if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 0:
         raise ValueError(f"rounds must be an int >= 0, got {rounds!r}")
-    sizes = _round.check_datasets(client_datasets)
-    update_fn = _as_update_fn(trainer, config)
+    sizes = check_datasets(client_datasets)
+    update_fn = as_update_fn(trainer, config)
     x = flatten(model, config.trainable_only, config.include_buffers)
     d = x.numel()
     history = History()
     for t in range(rounds):
-        clients = _round.participants(len(sizes), config.clients_per_round, config.seed, t)
-        p = _round.round_weights(config.weights, sizes, clients)
+        clients = participants(len(sizes), config.clients_per_round, config.seed, t)
+        p = round_weights(config.weights, sizes, clients)
         updates, messages, support = {}, {}, {}
         v = torch.zeros_like(x)
         for k, w in zip(clients, p, strict=True):
             u = update_fn(
                 model, x.clone(), client_datasets[k], derived_generator(config.seed, t, k, LOCAL)
             )
-            updates[k] = _round.check_update(u, d, k, t).detach()
+            updates[k] = check_update(u, d, k, t).detach()
             c = updates[k]
             if config.clip is not None:
                 norm = float(torch.linalg.vector_norm(c))
@@ -98,6 +98,6 @@ def run_fedavg(
             )
         x = x_next
         assign(model, x, config.trainable_only, config.include_buffers)
-        history.metrics.append(_evaluate(eval_fn, model, t))
+        history.metrics.append(evaluate(eval_fn, model, t))
     history.params = x.clone()
     return history

@@ -4,8 +4,10 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 export UV_PYTHON_DOWNLOADS := never
-# uv on PATH, else the copy `make uv` installs with pip (python3 -m uv).
-UV       ?= $(shell command -v uv >/dev/null 2>&1 && echo uv || echo python3 -m uv)
+# uv on PATH, else the copy `make uv` installs into .tools/uv (the system Python is never touched).
+UV_HOME  := $(CURDIR)/.tools/uv
+UV       ?= $(shell command -v uv 2>/dev/null || echo $(UV_HOME)/bin/uv)
+export UV
 UV_RUN   := $(UV) run --all-packages --all-extras
 PYTEST   := $(UV_RUN) pytest
 PKG      ?=
@@ -15,17 +17,16 @@ PKGS     := $(notdir $(wildcard packages/*))
 TEST_DIRS := $(wildcard shared/tests packages tests)
 # `make test PKG=core` (or methodkit) targets shared/; anything else packages/<PKG>
 PKG_DIR   = $(if $(filter core methodkit,$(PKG)),shared,packages/$(PKG))
-WHEEL_OF  = dist/$(subst -,_,$(1))-*.whl
 
 .PHONY: help uv sync lock test-all test-fast test bench reproduce lint format build-all \
-        check-wheel check-wheels clean _need-pkg
+        check-wheel check-wheels readme new-package clean _need-pkg
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
-uv: ## install uv with pip if it is missing (no other prerequisite than python3 + pip)
-	@$(UV) --version >/dev/null 2>&1 || { echo "installing uv with pip"; \
-	    python3 -m pip install -q --user "uv>=0.13,<0.14" || python3 -m pip install -q "uv>=0.13,<0.14"; }
+uv: ## bootstrap uv into .tools/uv if it is missing (needs only python3 + pip; works on PEP 668 systems)
+	@$(UV) --version >/dev/null 2>&1 || { echo "installing uv into $(UV_HOME)"; \
+	    python3 -m pip install -q --disable-pip-version-check --target "$(UV_HOME)" "uv>=0.13,<0.14"; }
 
 sync: uv ## install every package (editable), all extras and dev tools into .venv
 	$(UV) sync --locked --all-packages --all-extras
@@ -42,9 +43,13 @@ test-fast: sync ## like test-all, without `slow` tests
 test: _need-pkg ## tests of one package: make test PKG=ess-flow
 	$(PYTEST) -m "not bench" $(PKG_DIR)/tests
 
-bench: _need-pkg ## reproduction of one package: make bench PKG=esensc
-	cd $(PKG_DIR) && $(UV_RUN) python bench/run.py --out bench/results
+bench: _need-pkg ## full reproduction of one package into its bench/results, then its README block
+	$(UV_RUN) python $(PKG_DIR)/bench/run.py
+	$(UV_RUN) python -m methodkit.bench.readme $(PKG_DIR)
 	$(PYTEST) -m bench $(PKG_DIR)/tests || [ $$? -eq 5 ]
+
+readme: ## regenerate README bench blocks from committed records (PKG=x for one package)
+	$(UV_RUN) python -m methodkit.bench.readme $(if $(PKG),$(PKG_DIR),$(wildcard packages/*))
 
 reproduce: sync ## the main job: every bench --quick (FULL=1: full runs; PKG=x: one) -> results/REPORT.md
 	$(UV_RUN) python scripts/reproduce.py $(if $(FULL),--full) $(if $(PKG),--package $(PKG))
@@ -61,19 +66,16 @@ build-all: ## sdists + wheels of the core and every package into dist/
 	rm -rf dist
 	$(UV) build --all-packages -o dist
 
-check-wheel: _need-pkg ## build PKG + core wheels, install them into a fresh venv, run PKG's fast tests there
-	$(UV) build -q --package methodkit --wheel -o dist
-	$(UV) build -q --package $(PKG) --wheel -o dist
-	tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
-	$(UV) venv -q "$$tmp/venv"; \
-	$(UV) export -q --frozen --package $(PKG) --all-extras --no-dev --no-emit-workspace --no-hashes -o "$$tmp/pins.txt"; \
-	$(UV) pip install -q --python "$$tmp/venv/bin/python" -c "$$tmp/pins.txt" \
-	    $(call WHEEL_OF,$(PKG)) $(call WHEEL_OF,methodkit) pytest; \
-	cd $(PKG_DIR) && "$$tmp/venv/bin/python" -m pytest -q -p no:cacheprovider -m "not slow and not bench" tests
+check-wheel: _need-pkg ## install PKG's wheel alone in a fresh venv (core only if it needs it), run its fast tests
+	$(UV_RUN) python scripts/check_wheel.py $(PKG)
 
 check-wheels: ## check-wheel for every package
 	@for p in $(PKGS); do echo "== $$p"; $(MAKE) --no-print-directory check-wheel PKG=$$p; done
 	@[ -n "$(PKGS)" ] || echo "no package under packages/ yet: nothing to check"
+
+new-package: ## start a package from the template: make new-package NAME=my-method
+	@[ -n "$(NAME)" ] || { echo "set NAME=<distribution name>"; exit 2; }
+	$(UV_RUN) python scripts/new_package.py $(NAME)
 
 clean:
 	rm -rf dist .pytest_cache .ruff_cache results

@@ -49,3 +49,18 @@ def repo_root() -> Path:
 @pytest.fixture(scope="session")
 def all_import_names() -> set[str]:
     return {p.import_name for p in discover_packages()}
+
+
+@pytest.fixture
+def probe(tmp_path):
+    """A fresh package made by scripts/new_package.py in a scratch tree (for breaking it)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "new_package", ROOT / "scripts" / "new_package.py"
+    )
+    new_package = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(new_package)
+    (tmp_path / "README.md").write_text("| [`packages/a`](packages/a) (`a`) | a |\n")
+    pkg_dir = new_package.create("probe-pkg", root=tmp_path)
+    return Package(pkg_dir, "probe-pkg", "probe_pkg")

@@ -18,7 +18,8 @@ def test_layout_and_names(package):
     assert list((package.dir / "tests").glob("test_*.py")), "a package needs tests"
     assert not (package.dir / "tests" / "__init__.py").exists()
     deps = meta["project"]["dependencies"]
-    assert any(re.match(r"methodkit(\[[\w,\s]+\])?\s*>=", d) for d in deps), "needs methodkit>="
+    core = [d for d in deps if re.match(r"methodkit\b", d)]
+    assert all(re.match(r"methodkit(\[[\w,\s]+\])?\s*>=", d) for d in core), "methodkit>=..."
     assert meta["build-system"]["build-backend"] == "uv_build"
     assert not [d for d in deps if "==" in d], "never pin == in a package"
 

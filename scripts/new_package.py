@@ -82,9 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, FileExistsError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(
-        f"created {target.relative_to(ROOT)}; next: make lock && make sync && make test PKG={args.name}"
-    )
+    print(f"created {target.relative_to(ROOT)}")
+    print(f"next: make lock && make sync && make test PKG={args.name}")
     return 0
 
 

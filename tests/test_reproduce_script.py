@@ -1,4 +1,4 @@
-"""The report writer of ``make reproduce`` renders every claim and every failure."""
+"""The report writer of ``make reproduce``: committed full-run verdicts beside this run's."""
 
 import importlib.util
 from pathlib import Path
@@ -13,23 +13,41 @@ def _load():
     return mod
 
 
-def test_report_lists_claims_and_errors(tmp_path):
-    rec = {
-        "benchmark": "toy",
-        "wall_time_s": 3.0,
-        "claim": {"text": "A beats B", "passed": True, "measured": "1 vs 2"},
-        "claims": [
+def _rec(claims):
+    return {"benchmark": "toy", "wall_time_s": 3.0, "claims": claims}
+
+
+def test_report_puts_full_run_verdicts_beside_the_quick_run(tmp_path):
+    quick = _rec(
+        [
             {"text": "A beats B", "passed": True, "measured": "1 vs 2"},
-            {"text": "A is fast", "passed": False, "measured": "9 s"},
-        ],
-    }
+            {"text": "A is fast", "passed": None, "measured": "not measured in --quick"},
+        ]
+    )
+    full = _rec(
+        [
+            {"text": "A beats B", "passed": False, "measured": "3 vs 2"},
+            {"text": "A is fast", "passed": True, "measured": "9 s"},
+            {"text": "full only", "passed": True, "measured": "x"},
+        ]
+    )
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "toy.png").write_bytes(b"")
     text = _load()._report(
-        [("pkg", "claim failed", 3.0, [rec]), ("other", "error: exit 1, no record", 1.0, [])],
+        [
+            ("pkg", "claims not all held", 3.0, [quick], [full]),
+            ("other", "error: exit 1, no record", 1.0, [], []),
+        ],
         full=False,
         out_root=tmp_path,
     )
-    assert "| pkg | toy | A beats B | 1 vs 2 | yes | [png](pkg/toy.png) | 3 s |" in text
-    assert "| pkg | toy | A is fast | 9 s | **no** |" in text
-    assert "| other | — | error: exit 1, no record |" in text
+    assert "**Full-scale claims (committed full-run records):** 2 of 3 held (1 failed" in text
+    assert "**Claims of this quick run:** 1 of 2 held (0 failed, 1 not measured)" in text
+    assert (
+        "| pkg | toy | A beats B | 3 vs 2 | **failed** | 1 vs 2 | held | [png](pkg/toy.png) |"
+        in text
+    )
+    assert "| pkg | toy | A is fast | 9 s | held | not measured in --quick | not measured |" in text
+    assert "| pkg | toy | full only | x | held | — | — |" in text
+    assert "| other | error: exit 1, no record | 1 s |" in text
+    assert "not the full-scale verdicts" in text

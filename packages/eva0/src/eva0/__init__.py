@@ -7,7 +7,7 @@ submodules ``losses``, ``perturb``, ``baselines``, ``models``, ``corruptions``.
 from importlib.metadata import version as _version
 
 from eva0 import baselines, corruptions, losses, models, perturb
-from eva0._method import EVA0, EVA0Stats
+from eva0._eva0 import EVA0, EVA0Stats
 from eva0.stream import adapt_stream
 
 __version__ = _version("eva0")

@@ -14,9 +14,10 @@ import torch
 from torch import nn
 
 from eva0._cmaes import CMAES
-from eva0._method import EVA0, _select
+from eva0._eva0 import EVA0, select_params
 from eva0.losses import entropy
 from eva0.models import PromptedViT
+from methodkit.torch import generator
 
 __all__ = ["FOA", "DeYO", "NoAdapt", "Tent", "ZOShared"]
 
@@ -55,7 +56,7 @@ class _BPNorm(nn.Module):
             raise ValueError(f"momentum must be in [0, 1), got {momentum}")
         self.model = model
         self.lr, self.momentum = float(lr), float(momentum)
-        self.params = [p for _, p in _select(model, "norm")]
+        self.params = [p for _, p in select_params(model, "norm")]
         self.source = [p.detach().clone() for p in self.params]
         self.buffers_: list[torch.Tensor] = [torch.zeros_like(p) for p in self.params]
         self.forward_passes = 0
@@ -154,7 +155,7 @@ class DeYO(_BPNorm):
         super().__init__(model, lr, momentum)
         self.ent_margin, self.plpd_threshold = ent_margin, float(plpd_threshold)
         self.patch_len, self.seed = int(patch_len), int(seed)
-        self.generator = torch.Generator().manual_seed(self.seed)
+        self.generator = generator(self.seed)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Predict, filter and weight samples, take one step; returns the logits."""
@@ -186,7 +187,7 @@ class DeYO(_BPNorm):
     def reset(self) -> None:
         """Restore the source affines, momentum and shuffle stream."""
         super().reset()
-        self.generator = torch.Generator().manual_seed(self.seed)
+        self.generator = generator(self.seed)
 
 
 class FOA(nn.Module):
@@ -286,7 +287,7 @@ class FOA(nn.Module):
 
     def reset(self) -> None:
         """Restart CMA-ES from the initial prompts and clear the shift statistics."""
-        gen = torch.Generator().manual_seed(self.seed)
+        gen = generator(self.seed)
         D = self.prompted.embed_dim
         val = math.sqrt(6.0 / (3 * self.prompted.vit.patch_embed.proj.weight[0].numel() + D))
         x0 = (torch.rand(self.dim, generator=gen, dtype=torch.float64) * 2 - 1) * val

@@ -41,7 +41,19 @@ class EVA0Stats:
     drift: float = 0.0
 
 
-def _select(model: nn.Module, params: ParamSpec) -> list[tuple[str, nn.Parameter]]:
+def select_params(model: nn.Module, params: ParamSpec) -> list[tuple[str, nn.Parameter]]:
+    """The adapted parameters θ of ``model``: ``(name, parameter)`` pairs in model order.
+
+    Package-internal (the baselines adapt the same set); users pass ``params`` to :class:`EVA0`.
+
+    Args:
+        model: The wrapped model.
+        params: ``"norm"`` (every affine of a normalisation layer), a list of parameter
+            names, or a callable ``(name, owner_module, parameter) -> bool``.
+
+    Raises:
+        ValueError: On an unknown spec, unknown names, or when nothing is selected.
+    """
     owner = {}
     for mname, mod in model.named_modules():
         for pname, _p in mod.named_parameters(recurse=False):
@@ -184,7 +196,7 @@ class EVA0(nn.Module):
         self.max_step, self.seed = max_step, seed
         self._tau_given = tau
         self.tau: float | None = tau
-        self.named_params = _select(model, params)
+        self.named_params = select_params(model, params)
         self.names = [n for n, _ in self.named_params]
         self.source = [p.detach().clone() for _, p in self.named_params]
         self.anchor_values = [s.clone() for s in self.source]

@@ -1,4 +1,4 @@
-"""Every package README has the sections of conventions §16, and its Quickstart runs."""
+"""Every package README has the sections of CONTRIBUTING.md §7, and its Quickstart runs."""
 
 import re
 import subprocess

@@ -1,4 +1,4 @@
-"""Benchmarks (conventions §12): one runner, one record schema, the standard plot, tables.
+"""Benchmarks (CONTRIBUTING.md §6): one runner, one record schema, the standard plot, tables.
 
 Every ``bench/run.py`` is a few lines over :func:`run_suite`; each benchmark returns an
 :class:`Outcome` whose claims are built with :func:`check` or :func:`compare`, so that a

@@ -1,6 +1,9 @@
 """Test helpers shared by package suites: numeric gradient checks and contract test classes.
 
-Contract classes (conventions §8.5) are added here by the first package of each kind.
+Contract classes (CONTRIBUTING.md §5) are added here by the first package of each kind.
+Users today: the optimizer contracts serve ema-nesterov, engine-zo and essam; the gradient
+checks serve hel (autograd) and ess-flow (finite differences), and are planned for plvm's ELBO
+gradient check, eva-cap's clipped-surrogate gradient and hel's finite-difference checks.
 """
 
 from typing import Any

@@ -1,4 +1,4 @@
-"""Reusable contract tests for ``torch.optim.Optimizer`` subclasses (conventions §8.5).
+"""Reusable contract tests for ``torch.optim.Optimizer`` subclasses (CONTRIBUTING.md §5).
 
 A package subclasses :class:`OptimizerContract` in its test suite and supplies a factory::
 

@@ -1,5 +1,16 @@
+"""engine-zo test set-up: toy model and recording closure; bench/ importable for its helper test.
+
+``tests/test_bench_helper.py`` tests the benchmark's forward-passes-to-target helper, which lives
+in ``bench/zo_target.py`` (bench code is not part of the wheel).
+"""
+
+import sys
+from pathlib import Path
+
 import pytest
 import torch
+
+sys.path.append(str(Path(__file__).resolve().parent.parent / "bench"))
 
 
 class Recorder:

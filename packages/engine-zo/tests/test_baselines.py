@@ -1,29 +1,19 @@
+import importlib.util
 import math
+import pathlib
 
 import pytest
 import torch
 
 from engine_zo import LOZO, Engine, HiZOO, MeZO, SubZero, ZOAdam
 from methodkit import zo
+from methodkit.bench import ForwardCounter
 
-
-def _theta0(toy):
-    return [p.detach().double().clone() for p in toy.parameters()]
-
-
-def _z(step_seed, i, shape):
-    return torch.randn(shape, generator=zo.tensor_generator(step_seed, i)).double()
-
-
-def _check_probes(rec, theta0, xi, eps, first=0):
-    for point, sign in ((rec.points[first], 1), (rec.points[first + 1], -1)):
-        for p, t0, x in zip(point, theta0, xi, strict=True):
-            torch.testing.assert_close(p.double(), t0 + sign * eps * x, atol=1e-6, rtol=0)
-
-
-def _check_update(toy, expected):
-    for p, e in zip(toy.parameters(), expected, strict=True):
-        torch.testing.assert_close(p.detach().double(), e, atol=1e-6, rtol=0)
+_spec = importlib.util.spec_from_file_location(
+    "engine_zo_reference", pathlib.Path(__file__).with_name("reference.py")
+)
+reference = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(reference)
 
 
 @pytest.mark.parametrize(
@@ -39,7 +29,7 @@ def _check_update(toy, expected):
     ],
 )
 def test_closure_calls_per_step(toy, cls, kwargs, calls):
-    counter = zo.ForwardCounter(toy.loss)
+    counter = ForwardCounter(toy.loss)
     opt = cls(toy.parameters(), lr=1e-3, **kwargs)
     for k in range(1, 6):
         opt.step(counter)
@@ -51,14 +41,16 @@ def test_mezo_matches_float64_reference(toy, recorder):
     eps, lr, wd = 1e-3, 0.05, 0.1
     opt = MeZO(toy.parameters(), lr=lr, eps=eps, weight_decay=wd, seed=4)
     opt.step(toy.loss)
-    theta0 = _theta0(toy)
+    theta0 = reference.theta0(toy)
     seed = zo.derive_seed(4, 0, 1)
-    xi = [_z(seed, i, t.shape) for i, t in enumerate(theta0)]
+    xi = [reference.gaussian(seed, i, t.shape) for i, t in enumerate(theta0)]
     rec = recorder(toy.parameters(), toy.loss)
     opt.step(rec)
-    _check_probes(rec, theta0, xi, eps)
+    reference.check_probes(rec, theta0, xi, eps)
     c = (rec.values[0] - rec.values[1]) / (2 * eps)
-    _check_update(toy, [(1 - lr * wd) * t - lr * c * x for t, x in zip(theta0, xi, strict=True)])
+    reference.check_update(
+        toy, [(1 - lr * wd) * t - lr * c * x for t, x in zip(theta0, xi, strict=True)]
+    )
 
 
 def test_lozo_matches_float64_reference(toy, recorder):
@@ -66,16 +58,16 @@ def test_lozo_matches_float64_reference(toy, recorder):
     opt = LOZO(toy.parameters(), lr=lr, eps=eps, rank=r, lazy_interval=3, seed=1)
     for _ in range(4):
         opt.step(toy.loss)
-    theta0 = _theta0(toy)
+    theta0 = reference.theta0(toy)
     step_seed, basis = zo.derive_seed(1, 0, 4), zo.derive_seed(1, 1, 4 // 3)
     U = torch.randn((6, r), generator=zo.tensor_generator(step_seed, 0)).double()
     V = torch.randn((5, r), generator=zo.tensor_generator(basis, 0)).double()
-    xi = [U @ V.T / math.sqrt(r), _z(step_seed, 1, (6,))]
+    xi = [U @ V.T / math.sqrt(r), reference.gaussian(step_seed, 1, (6,))]
     rec = recorder(toy.parameters(), toy.loss)
     opt.step(rec)
-    _check_probes(rec, theta0, xi, eps)
+    reference.check_probes(rec, theta0, xi, eps)
     c = (rec.values[0] - rec.values[1]) / (2 * eps)
-    _check_update(toy, [t - lr * c * x for t, x in zip(theta0, xi, strict=True)])
+    reference.check_update(toy, [t - lr * c * x for t, x in zip(theta0, xi, strict=True)])
 
 
 def test_lozo_momentum_matches_float64_reference(toy, recorder):
@@ -85,11 +77,11 @@ def test_lozo_momentum_matches_float64_reference(toy, recorder):
     Mb = None
     V_prev = None
     for t in range(4):
-        theta0 = _theta0(toy)
+        theta0 = reference.theta0(toy)
         step_seed, basis = zo.derive_seed(2, 0, t), zo.derive_seed(2, 1, t // 2)
         U = torch.randn((6, r), generator=zo.tensor_generator(step_seed, 0)).double()
         V = torch.randn((5, r), generator=zo.tensor_generator(basis, 0)).double()
-        zb = _z(step_seed, 1, (6,))
+        zb = reference.gaussian(step_seed, 1, (6,))
         rec = recorder(toy.parameters(), toy.loss)
         opt.step(rec)
         c = (rec.values[0] - rec.values[1]) / (2 * eps)
@@ -98,13 +90,13 @@ def test_lozo_momentum_matches_float64_reference(toy, recorder):
         N = (1 - beta) * c * U if N is None else beta * N + (1 - beta) * c * U
         Mb = (1 - beta) * c * zb if Mb is None else beta * Mb + (1 - beta) * c * zb
         V_prev = V
-        _check_update(toy, [theta0[0] - lr * N @ V.T / math.sqrt(r), theta0[1] - lr * Mb])
+        reference.check_update(toy, [theta0[0] - lr * N @ V.T / math.sqrt(r), theta0[1] - lr * Mb])
 
 
 def test_subzero_matches_float64_reference(toy, recorder):
     eps, lr, r = 1e-3, 0.05, 2
     opt = SubZero(toy.parameters(), lr=lr, eps=eps, rank=r, refresh_interval=5, seed=3)
-    theta0 = _theta0(toy)
+    theta0 = reference.theta0(toy)
     step_seed, basis = zo.derive_seed(3, 0, 0), zo.derive_seed(3, 2, 0)
     g = zo.tensor_generator(basis, 0)
     A = torch.randn((6, r), generator=g, dtype=torch.float64)
@@ -112,33 +104,33 @@ def test_subzero_matches_float64_reference(toy, recorder):
     U, V = torch.linalg.qr(A).Q, torch.linalg.qr(B).Q
     torch.testing.assert_close(U.T @ U, torch.eye(r, dtype=torch.float64))
     S = torch.randn((r, r), generator=zo.tensor_generator(step_seed, 0)).double()
-    xi = [math.sqrt(30) / r * U @ S @ V.T, _z(step_seed, 1, (6,))]
+    xi = [math.sqrt(30) / r * U @ S @ V.T, reference.gaussian(step_seed, 1, (6,))]
     rec = recorder(toy.parameters(), toy.loss)
     opt.step(rec)
-    _check_probes(rec, theta0, xi, eps)
+    reference.check_probes(rec, theta0, xi, eps)
     c = (rec.values[0] - rec.values[1]) / (2 * eps)
-    _check_update(toy, [t - lr * c * x for t, x in zip(theta0, xi, strict=True)])
+    reference.check_update(toy, [t - lr * c * x for t, x in zip(theta0, xi, strict=True)])
 
 
 def test_hizoo_matches_float64_reference(toy, recorder):
     eps, lr, alpha = 1e-2, 0.05, 0.3
     opt = HiZOO(toy.parameters(), lr=lr, eps=eps, hessian_smooth=alpha, seed=6)
-    D = [torch.ones_like(t) for t in _theta0(toy)]
+    D = [torch.ones_like(t) for t in reference.theta0(toy)]
     for t in range(3):
-        theta0 = _theta0(toy)
+        theta0 = reference.theta0(toy)
         seed = zo.derive_seed(6, 0, t)
-        z = [_z(seed, i, p.shape) for i, p in enumerate(theta0)]
+        z = [reference.gaussian(seed, i, p.shape) for i, p in enumerate(theta0)]
         xi = [zi / d.sqrt() for zi, d in zip(z, D, strict=True)]
         rec = recorder(toy.parameters(), toy.loss)
         opt.step(rec)
         l0, lp, lm = rec.values
-        _check_probes(rec, theta0, xi, eps, first=1)
+        reference.check_probes(rec, theta0, xi, eps, first=1)
         D = [
             (1 - alpha) * d + alpha * abs(lp + lm - 2 * l0) / (2 * eps**2) * d * zi**2
             for d, zi in zip(D, z, strict=True)
         ]
         c = (lp - lm) / (2 * eps)
-        _check_update(
+        reference.check_update(
             toy, [t0 - lr * c * zi / d.sqrt() for t0, zi, d in zip(theta0, z, D, strict=True)]
         )
         for p, d in zip(toy.parameters(), D, strict=True):
@@ -148,12 +140,12 @@ def test_hizoo_matches_float64_reference(toy, recorder):
 def test_zoadam_matches_float64_reference(toy, recorder):
     eps, lr, b1, b2, delta = 1e-3, 0.01, 0.9, 0.99, 1e-8
     opt = ZOAdam(toy.parameters(), lr=lr, eps=eps, betas=(b1, b2), adam_eps=delta, seed=8)
-    m = [torch.zeros_like(t) for t in _theta0(toy)]
-    v = [torch.zeros_like(t) for t in _theta0(toy)]
+    m = [torch.zeros_like(t) for t in reference.theta0(toy)]
+    v = [torch.zeros_like(t) for t in reference.theta0(toy)]
     for t in range(1, 4):
-        theta0 = _theta0(toy)
+        theta0 = reference.theta0(toy)
         seed = zo.derive_seed(8, 0, t - 1)
-        z = [_z(seed, i, p.shape) for i, p in enumerate(theta0)]
+        z = [reference.gaussian(seed, i, p.shape) for i, p in enumerate(theta0)]
         rec = recorder(toy.parameters(), toy.loss)
         opt.step(rec)
         c = (rec.values[0] - rec.values[1]) / (2 * eps)
@@ -164,7 +156,7 @@ def test_zoadam_matches_float64_reference(toy, recorder):
             t0 - lr * (mi / (1 - b1**t)) / ((vi / (1 - b2**t)).sqrt() + delta)
             for t0, mi, vi in zip(theta0, m, v, strict=True)
         ]
-        _check_update(toy, expected)
+        reference.check_update(toy, expected)
 
 
 @pytest.mark.parametrize("cls", [MeZO, LOZO, SubZero])
@@ -209,7 +201,7 @@ def test_baseline_bad_arguments(toy, cls, kwargs, match):
 @pytest.mark.parametrize("cls", [MeZO, LOZO, SubZero, HiZOO, ZOAdam])
 def test_baselines_restore_on_bad_closure(toy, cls):
     opt = cls(toy.parameters(), lr=1e-2)
-    before = _theta0(toy)
+    before = reference.theta0(toy)
     with pytest.raises(ValueError, match="non-finite"):
         opt.step(lambda: float("nan"))
     for p, b in zip(toy.parameters(), before, strict=True):

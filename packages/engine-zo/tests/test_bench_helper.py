@@ -1,8 +1,10 @@
+"""The benchmark's forward-passes-to-target helper (bench/zo_target.py)."""
+
 import pytest
 import torch
+from zo_target import forward_passes_to_target
 
 from engine_zo import MeZO
-from engine_zo.bench import forward_passes_to_target
 
 
 def _model():

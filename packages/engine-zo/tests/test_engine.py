@@ -1,12 +1,20 @@
 import copy
+import importlib.util
 import json
-import math
+import pathlib
 
 import pytest
 import torch
 
 from engine_zo import LOZO, Engine, LowRankSampler, MeZO, SubspaceSampler
 from methodkit import zo
+from methodkit.bench import ForwardCounter
+
+_spec = importlib.util.spec_from_file_location(
+    "engine_zo_reference", pathlib.Path(__file__).with_name("reference.py")
+)
+reference = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(reference)
 
 
 def _mlp(seed=0):
@@ -37,7 +45,7 @@ def _walk(obj):
 
 def test_two_forward_passes_per_step_and_counter():
     model, loss = _mlp()
-    counter = zo.ForwardCounter(loss)
+    counter = ForwardCounter(loss)
     opt = Engine(model.parameters(), lr=1e-2, ranks=(2,))
     for k in range(1, 13):
         opt.step(counter)
@@ -83,35 +91,6 @@ def test_reduces_to_lozo_bitwise():
         assert torch.equal(a, b)
 
 
-def _engine_reference_direction(opt, toy, step, gamma, eps):
-    """xi of a coarse step written densely in float64 from the algorithm's equations."""
-    seed = zo.derive_seed(opt.seed, 0, step)
-    basis = zo.derive_seed(opt.seed, 1, step // opt.cycle_length)
-    W, b = toy.weight, toy.bias
-    r = opt.ranks[0]
-    U = torch.randn((6, r), generator=zo.tensor_generator(seed, 0)).double()
-    V = torch.randn((5, r), generator=zo.tensor_generator(basis, 0)).double()
-    sub = [U @ V.T / math.sqrt(r), torch.randn(6, generator=zo.tensor_generator(seed, 1)).double()]
-    state = opt.state_dict()["zo"]
-    h = [torch.zeros(6, 5, dtype=torch.float64), torch.zeros(6, dtype=torch.float64)]
-    for s, d in zip(state["buffer_seeds"], state["buffer_half_diffs"], strict=True):
-        for i, p in enumerate((W, b)):
-            h[i] += d / eps * torch.randn(p.shape, generator=zo.tensor_generator(s, i)).double()
-    h_norm = math.sqrt(sum(float((t**2).sum()) for t in h))
-    sub_norm = math.sqrt(sum(float((t**2).sum()) for t in sub))
-    a = float(
-        torch.randn(
-            (),
-            generator=torch.Generator().manual_seed(zo.derive_seed(seed, 7)),
-            dtype=torch.float64,
-        )
-    )
-    return [
-        math.sqrt(1 - gamma) * s + math.sqrt(gamma) * a * sub_norm * t / h_norm
-        for s, t in zip(sub, h, strict=True)
-    ], h
-
-
 def test_dense_exactness_of_a_coarse_step_with_history(toy, recorder):
     eps, lr, gamma = 1e-3, 0.05, 0.5
     opt = Engine(
@@ -130,7 +109,7 @@ def test_dense_exactness_of_a_coarse_step_with_history(toy, recorder):
     assert opt.level == 1
     assert len(opt.state_dict()["zo"]["buffer_seeds"]) == 2
     theta0 = [p.detach().double().clone() for p in toy.parameters()]
-    xi, _ = _engine_reference_direction(opt, toy, 2, gamma, eps)
+    xi, _ = reference.engine_direction(opt, toy, 2, gamma, eps)
     rec = recorder(toy.parameters(), toy.loss)
     opt.step(rec)
     for point, sign in ((rec.points[0], 1), (rec.points[1], -1)):
@@ -157,7 +136,7 @@ def _coarse_perturbation(toy, recorder, inject):
     opt.step(toy.loss)
     opt.step(toy.loss)
     W0 = toy.weight.detach().double().clone()
-    h = _engine_reference_direction(opt, toy, 2, 0.5, 0.5)[1][0]
+    h = reference.engine_direction(opt, toy, 2, 0.5, 0.5)[1][0]
     rec = recorder(toy.parameters(), toy.loss)
     opt.step(rec)
     V = torch.randn((5, 2), generator=zo.tensor_generator(zo.derive_seed(1, 1, 0), 0)).double()

@@ -22,8 +22,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise ImportError("engine_zo.hf needs transformers: pip install 'engine-zo[hf]'") from exc
 
 from engine_zo._base import ZOOptimizer
+from engine_zo._engine import Engine
 from engine_zo.baselines import LOZO, HiZOO, MeZO, SubZero, ZOAdam
-from engine_zo.engine import Engine
 
 OPTIMIZERS: dict[str, type[ZOOptimizer]] = {
     "engine": Engine,

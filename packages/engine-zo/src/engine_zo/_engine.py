@@ -13,6 +13,7 @@ import torch
 from engine_zo._base import Direction, ZOOptimizer, check_int, check_noise, check_positive
 from engine_zo.samplers import LowRankSampler
 from methodkit import zo
+from methodkit.torch import generator
 
 
 class Engine(ZOOptimizer):
@@ -227,7 +228,7 @@ class Engine(ZOOptimizer):
             sub_sq = sum(
                 float(torch.linalg.vector_norm(sub(i, p)) ** 2) for i, _, p in self._entries()
             )
-        gen = torch.Generator().manual_seed(zo.derive_seed(seed, 7))
+        gen = generator(seed, 7)  # the injection coefficient's own stream
         a = float(torch.randn((), generator=gen, dtype=torch.float64))
         w = math.sqrt(self.inject) * a * math.sqrt(sub_sq) / h_norm
         keep = math.sqrt(1.0 - self.inject)

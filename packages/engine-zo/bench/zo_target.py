@@ -1,4 +1,7 @@
-"""Benchmark helper: forward passes a zeroth-order optimizer needs to reach a target loss."""
+"""Benchmark helper: forward passes a zeroth-order optimizer needs to reach a target loss.
+
+Bench code, not part of the wheel; ``tests/test_bench_helper.py`` tests it.
+"""
 
 from __future__ import annotations
 

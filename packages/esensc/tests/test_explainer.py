@@ -2,10 +2,10 @@
 
 import numpy as np
 import pytest
+from esensc_reference import CountingModel, brute_force_shapley
 
 import esensc
 from esensc.maskers import Baseline, Independent
-from esensc_refs import CountingModel, brute_force_shapley
 
 
 def mlp_like(Z):
@@ -78,14 +78,13 @@ def test_model_row_count_is_2n_plus_1_times_b_times_rows_plus_b(data):
 
 
 def test_fast_input_builder_matches_the_masked_where(rng):
-    from esensc._game import leave_one_out_builder
-    from esensc.explainer import _coalition_masks
+    from esensc._game import leave_one_out_builder, leave_one_out_masks
 
     n, B = 7, 5
     X, bg = rng.normal(size=(3, n)), rng.normal(size=(B, n))
     idx = rng.permutation(3 * (2 * n + 1) * B)[:200]
     r, c, j = idx // ((2 * n + 1) * B), (idx // B) % (2 * n + 1), idx % B
-    ref = np.where(_coalition_masks(n)[c], X[r], bg[j])
+    ref = np.where(leave_one_out_masks(n)[c], X[r], bg[j])
     np.testing.assert_array_equal(leave_one_out_builder(X, bg)(r, c, j), ref)
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import esensc
-from esensc.explanation import _NumpyExplanation
+from esensc.explanation import NumpyExplanation
 
 
 def model3(Z):
@@ -86,9 +86,29 @@ def test_interventional_treeshap_is_the_same_game(rng):
     )
 
 
+def test_native_xgboost_booster_with_inplace_predict_margin(rng):
+    """The README's line for a native ``xgboost.Booster`` (which rejects numpy arrays)."""
+    xgb = pytest.importorskip("xgboost")
+    X_train = rng.normal(size=(200, 5))
+    y = (X_train[:, 0] * X_train[:, 1] + X_train[:, 2] > 0).astype(float)
+    params = {"objective": "binary:logistic", "max_depth": 3, "nthread": 1}
+    booster = xgb.train(params, xgb.DMatrix(X_train, label=y), num_boost_round=20)
+    X = X_train[150:154]
+    with pytest.raises(TypeError, match="DMatrix"):
+        booster.predict(X, output_margin=True)
+    ex = esensc.Explainer(
+        lambda Z: booster.inplace_predict(Z, predict_type="margin"), X_train[:100]
+    )
+    e = ex(X)
+    margin = booster.predict(xgb.DMatrix(X), output_margin=True).astype(float)
+    np.testing.assert_allclose(e.values.sum(1), margin - e.base_values, atol=1e-5)
+    background_margin = booster.predict(xgb.DMatrix(X_train[:100]), output_margin=True)
+    np.testing.assert_allclose(e.base_values, background_margin.mean(), atol=1e-5)
+
+
 def test_numpy_explanation_slicing(rng):
     vals = rng.normal(size=(4, 3, 2))
-    e = _NumpyExplanation(vals, np.zeros((4, 2)), rng.normal(size=(4, 3)), list("abc"), ["p", "q"])
+    e = NumpyExplanation(vals, np.zeros((4, 2)), rng.normal(size=(4, 3)), list("abc"), ["p", "q"])
     assert e.shape == (4, 3, 2)
     assert len(e) == 4
     assert e[0].values.shape == (3, 2)
@@ -109,7 +129,7 @@ def test_works_without_shap_installed():
         import numpy as np
         import esensc
         e = esensc.Explainer(lambda Z: Z @ np.arange(3.0), np.zeros((2, 3)))(np.ones((2, 3)))
-        assert type(e).__mro__[2].__name__ == "_NumpyExplanation", type(e).__mro__
+        assert type(e).__mro__[2].__name__ == "NumpyExplanation", type(e).__mro__
         assert e[0].values.tolist() == [0.0, 1.0, 2.0]
         try:
             e.to_shap()

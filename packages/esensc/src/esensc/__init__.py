@@ -10,9 +10,9 @@ from importlib.metadata import version as _version
 from typing import Any
 
 from esensc import maskers
+from esensc._esensc import ESENSCExplainer, Explainer
 from esensc._rules import RULES, esensc_values
 from esensc.exact import exact_shapley, shapley_from_values
-from esensc.explainer import ESENSCExplainer, Explainer
 from esensc.explanation import explanation_class
 
 __version__ = _version("esensc")

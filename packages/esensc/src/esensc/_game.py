@@ -50,6 +50,12 @@ def leave_one_out_builder(X: NDArray[np.float64], bg: NDArray[np.float64]) -> Bu
     return build
 
 
+def leave_one_out_masks(n: int) -> NDArray[np.bool_]:
+    """The coalitions ESENSC evaluates: rows 0..n-1 are {i}, n..2n-1 are N minus {i}, 2n is N."""
+    eye = np.eye(n, dtype=bool)
+    return np.concatenate([eye, ~eye, np.ones((1, n), dtype=bool)])
+
+
 def validate_link(link: str) -> str:
     """Return ``link`` if known, else raise ValueError."""
     if not isinstance(link, str) or link not in LINKS:

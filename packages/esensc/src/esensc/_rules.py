@@ -23,13 +23,15 @@ from numpy.typing import ArrayLike, NDArray
 RULES = ("esensc", "es", "ensc", "esensc_plain", "proportional")
 
 
-def _validate_rule(rule: str) -> str:
+def validate_rule(rule: str) -> str:
+    """Return ``rule`` if it is one of :data:`RULES`, else raise ValueError."""
     if not isinstance(rule, str) or rule not in RULES:
         raise ValueError(f"rule must be one of {RULES}, got {rule!r}")
     return rule
 
 
-def _validate_null_tol(null_tol: float) -> float:
+def validate_null_tol(null_tol: float) -> float:
+    """Return ``null_tol`` as a finite float >= 0 (TypeError / ValueError otherwise)."""
     try:
         tol = float(null_tol)
     except (TypeError, ValueError) as exc:
@@ -91,8 +93,8 @@ def esensc_values(
         >>> esensc_values(0.0, 1.0, np.zeros(3), np.zeros(3)).round(3).tolist()
         [0.333, 0.333, 0.333]
     """
-    rule = _validate_rule(rule)
-    tol_rel = _validate_null_tol(null_tol)
+    rule = validate_rule(rule)
+    tol_rel = validate_null_tol(null_tol)
     vs = np.asarray(v_single, dtype=np.float64)
     vm = np.asarray(v_minus, dtype=np.float64)
     if vs.ndim == 0 or vs.shape != vm.shape:

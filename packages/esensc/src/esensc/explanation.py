@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 _SHAP_HINT = "this needs shap: pip install 'esensc[shap]'"
 
 
-class _NumpyExplanation:
+class NumpyExplanation:
     """Numpy-only stand-in for ``shap.Explanation`` (used when shap is not installed)."""
 
     def __init__(
@@ -59,7 +59,7 @@ class _NumpyExplanation:
             raise IndexError(f"too many indices for an explanation of shape {self.shape}")
         return key + [slice(None)] * (self.values.ndim - len(key))
 
-    def __getitem__(self, item: Any) -> _NumpyExplanation:
+    def __getitem__(self, item: Any) -> NumpyExplanation:
         key = self._axes(item)
         values = self.values[tuple(key)]
         # axes of values: (row, feature[, output]) once explained rows exist
@@ -85,14 +85,14 @@ class _NumpyExplanation:
         return type(self)(values, base, data, names, outs)
 
     @property
-    def abs(self) -> _NumpyExplanation:
+    def abs(self) -> NumpyExplanation:
         """Element-wise absolute value of ``values``."""
         return type(self)(
             np.abs(self.values), self.base_values, self.data, self.feature_names,
             self.output_names,
         )  # fmt: skip
 
-    def mean(self, axis: int) -> _NumpyExplanation:
+    def mean(self, axis: int) -> NumpyExplanation:
         """Mean of ``values`` (and ``data``/``base_values`` over rows) along ``axis``."""
         values = self.values.mean(axis)
         if axis == 0:
@@ -180,7 +180,7 @@ def explanation_class() -> type:
     global _CLASS
     if _CLASS is None:
         shap = _import_shap()
-        base: type = shap.Explanation if shap is not None else _NumpyExplanation
+        base: type = shap.Explanation if shap is not None else NumpyExplanation
         _CLASS = type(
             "Explanation",
             (_ESENSCExplanationMixin, base),

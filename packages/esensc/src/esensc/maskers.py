@@ -12,15 +12,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-import methodkit
-
-
-def _is_dataframe(obj: object) -> bool:
-    return hasattr(obj, "columns") and hasattr(obj, "to_numpy") and hasattr(obj, "iloc")
+from esensc._validation import is_dataframe, seeded_rng
 
 
 def _to_2d_float(data: Any, name: str) -> NDArray[np.float64]:
-    arr = np.asarray(data.to_numpy() if _is_dataframe(data) else data)
+    arr = np.asarray(data.to_numpy() if is_dataframe(data) else data)
     if arr.dtype == object or arr.dtype.kind not in "biuf":
         raise TypeError(f"{name} must be numeric, got dtype {arr.dtype}")
     return arr.astype(np.float64, copy=False)
@@ -59,7 +55,7 @@ class Independent:
         if max_samples < 1:
             raise ValueError(f"max_samples must be >= 1, got {max_samples}")
         self.feature_names: list[str] | None = (
-            [str(c) for c in data.columns] if _is_dataframe(data) else None  # type: ignore[union-attr]
+            [str(c) for c in data.columns] if is_dataframe(data) else None  # type: ignore[union-attr]
         )
         arr = _to_2d_float(data, "background data")
         if arr.ndim == 1:
@@ -89,7 +85,7 @@ class Independent:
                 raise ValueError("weights must be finite, non-negative and not all zero")
             w = w / w.sum()
         if arr.shape[0] > max_samples:
-            idx = np.sort(methodkit.rng(seed).choice(arr.shape[0], max_samples, replace=False))
+            idx = np.sort(seeded_rng(seed).choice(arr.shape[0], max_samples, replace=False))
             arr, w = arr[idx], w[idx] / w[idx].sum()
         self.data: NDArray[np.float64] = arr
         self.weights: NDArray[np.float64] = w
@@ -138,7 +134,7 @@ def as_masker(masker: Any, seed: int | None = None) -> Independent:
         return Independent(np.asarray(masker.data), max_samples=len(masker.data), seed=seed)
     if masker is None:
         raise TypeError("masker must be background data or a masker, got None")
-    if _is_dataframe(masker):
+    if is_dataframe(masker):
         return Independent(masker, seed=seed)
     arr = np.asarray(masker)
     if arr.dtype == object or arr.dtype.kind not in "biuf":

@@ -1,4 +1,4 @@
-"""Reference helpers for the esensc tests: games as arrays over bitmask-indexed coalitions."""
+"""Float64 test references: brute-force Shapley values of bitmask-indexed games, a row counter."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ESENSCExplainer: the shap-like front end (model + masker in, Explanation out)."""
+"""ESENSCExplainer: the paper's algorithm box (model + masker in, Explanation out)."""
 
 from __future__ import annotations
 
@@ -15,29 +15,15 @@ from esensc._game import (
     coalition_values,
     empty_value,
     leave_one_out_builder,
+    leave_one_out_masks,
     validate_link,
 )
-from esensc._rules import _validate_null_tol, _validate_rule, esensc_values
+from esensc._rules import esensc_values, validate_null_tol, validate_rule
+from esensc._validation import is_dataframe, validate_batch_size
 from esensc.explanation import explanation_class
-from esensc.maskers import _is_dataframe, as_masker
+from esensc.maskers import as_masker
 
 logger = logging.getLogger(__name__)
-
-
-def _validate_batch_size(batch_size: int | None) -> int | None:
-    if batch_size is None:
-        return None
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int | np.integer):
-        raise TypeError(f"batch_size must be an int or None, got {batch_size!r}")
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    return int(batch_size)
-
-
-def _coalition_masks(n: int) -> NDArray[np.bool_]:
-    """Rows 0..n-1: {i}; rows n..2n-1: N minus {i}; row 2n: N."""
-    eye = np.eye(n, dtype=bool)
-    return np.concatenate([eye, ~eye, np.ones((1, n), dtype=bool)])
 
 
 class ESENSCExplainer:
@@ -105,10 +91,10 @@ class ESENSCExplainer:
         batch_size: int | None = None,
         seed: int | None = None,
     ) -> None:
-        self.rule: str = _validate_rule(rule)
+        self.rule: str = validate_rule(rule)
         self.link: str = validate_link(link)
-        self.null_tol: float = _validate_null_tol(null_tol)
-        self.batch_size: int | None = _validate_batch_size(batch_size)
+        self.null_tol: float = validate_null_tol(null_tol)
+        self.batch_size: int | None = validate_batch_size(batch_size)
         self.model: Any = model
         self._f = as_model_fn(model)
         self.masker = as_masker(masker, seed)
@@ -135,7 +121,7 @@ class ESENSCExplainer:
         return (2 * self.n_features + 1) * B * int(n_rows) + B
 
     def _prepare(self, X: Any) -> NDArray[np.float64]:
-        arr = np.asarray(X.to_numpy() if _is_dataframe(X) else X)
+        arr = np.asarray(X.to_numpy() if is_dataframe(X) else X)
         if arr.dtype == object or arr.dtype.kind not in "biuf":
             raise TypeError(f"X must be numeric, got dtype {arr.dtype}")
         arr = arr.astype(np.float64, copy=False)
@@ -171,7 +157,7 @@ class ESENSCExplainer:
             return "grand coalition N"
 
         raw = coalition_values(
-            self._f, Xa, self.masker.data, self.masker.weights, _coalition_masks(n), kind, cols,
+            self._f, Xa, self.masker.data, self.masker.weights, leave_one_out_masks(n), kind, cols,
             batch_size, leave_one_out_builder(Xa, self.masker.data),
         )  # fmt: skip
         if raw.shape[2] != raw_empty.shape[0]:
@@ -203,7 +189,7 @@ class ESENSCExplainer:
     def _explain(
         self, X: Any, batch_size: int | None
     ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
-        bs = _validate_batch_size(batch_size) if batch_size is not None else self.batch_size
+        bs = validate_batch_size(batch_size) if batch_size is not None else self.batch_size
         Xa = self._prepare(X)
         n = self.n_features
         v0, v, one_d = self._raw_values(Xa, bs)

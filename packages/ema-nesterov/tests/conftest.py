@@ -1,9 +1,33 @@
-"""Shared helpers for the ema-nesterov tests, exposed as the fixture ``h``."""
+"""Shared helpers for the ema-nesterov tests, exposed as the fixture ``h``.
 
+``tests/reference.py`` is loaded as ``ema_nesterov_reference``, and the benchmark's own modules
+(``bench/quadratic.py``, ``bench/lm.py``, tested by ``test_bench_quadratic_lm.py``) as
+``ema_nesterov_bench_quadratic`` / ``ema_nesterov_bench_lm``: every package's tests share one
+pytest run, so plain names would collide.
+"""
+
+import importlib.util
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import torch
+
+HERE = Path(__file__).resolve().parent
+
+
+def _load(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+_load("ema_nesterov_reference", HERE / "reference.py")
+_load("ema_nesterov_bench_quadratic", HERE.parent / "bench" / "quadratic.py")
+_load("ema_nesterov_bench_lm", HERE.parent / "bench" / "lm.py")
 
 
 def make_mlp(seed=0, dtype=torch.float32, bias=True):

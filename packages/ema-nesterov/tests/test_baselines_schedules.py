@@ -4,6 +4,7 @@ import copy
 
 import pytest
 import torch
+from ema_nesterov_reference import lookahead_iterates
 
 from ema_nesterov import (
     BetaScheduler,
@@ -19,13 +20,7 @@ def test_lookahead_matches_reference_recurrence():
     lam = torch.linspace(0.5, 2.0, 4, dtype=torch.float64)
     p = torch.nn.Parameter(torch.ones(4, dtype=torch.float64))
     opt = Lookahead(torch.optim.SGD([p], lr=lr), k=k, alpha=alpha)
-    fast = torch.ones(4, dtype=torch.float64)
-    slow = fast.clone()
-    for t in range(1, 13):
-        fast = fast - lr * lam * fast
-        if t % k == 0:
-            slow = slow + alpha * (fast - slow)
-            fast = slow.clone()
+    for fast, slow in lookahead_iterates(lam, lr, k, alpha, 12):
         p.grad = lam * p.detach()
         opt.step()
         torch.testing.assert_close(p.detach(), fast, rtol=1e-14, atol=1e-15)

@@ -1,10 +1,9 @@
 """EMANesterov against its definition: base equivalence, NAG reference, black-box recurrence."""
 
-import copy
-
 import numpy as np
 import pytest
 import torch
+from ema_nesterov_reference import base_step_from, nag_iterates
 
 from ema_nesterov import EMANesterov, NesterovLookahead
 
@@ -38,16 +37,11 @@ def test_gamma_zero_on_gd_is_nesterov_accelerated_gradient(memory_efficient, h):
     opt = NesterovLookahead(
         torch.optim.SGD([p], lr=lr), beta=beta, memory_efficient=memory_efficient
     )
-    x_prev = x = np.ones(10)
     lam_t = torch.from_numpy(lam)
-    for _ in range(steps):
-        # reference NAG written from the equations
-        y = x + beta * (x - x_prev)
-        x_prev, x = x, y - lr * lam * y
+    for x, y_next in nag_iterates(lam, lr, beta, steps):
         p.grad = lam_t * p.detach()
         opt.step()
         theta = p.detach() - beta * opt.state[p]["m"]
-        y_next = x + beta * (x - x_prev)
         np.testing.assert_allclose(theta.numpy(), x, rtol=1e-12, atol=1e-14)
         np.testing.assert_allclose(p.detach().numpy(), y_next, rtol=1e-12, atol=1e-14)
 
@@ -68,14 +62,10 @@ def test_black_box_definition_every_step(name, memory_efficient, h):
             torch.testing.assert_close(yy, t + beta * mm, rtol=1e-12, atol=1e-13)
         opt.zero_grad()
         h.mse(model, x, y).backward()
-        # a deep copy of the base optimizer (and its parameters) stepped from y_t
-        ref_params, ref_base = copy.deepcopy((params, base))
-        for rp, p in zip(ref_params, params, strict=True):
-            rp.grad = p.grad.clone()
-        ref_base.step()
+        new_thetas = base_step_from(params, base)  # A_t(y_t) on a copy of the base
         opt.step()
         for i, p in enumerate(params):
-            new_theta = ref_params[i].detach()
+            new_theta = new_thetas[i]
             m[i] = gamma * m[i] + (1 - gamma) * (new_theta - theta[i])
             theta[i] = new_theta.clone()
             torch.testing.assert_close(opt.state[p]["m"], m[i], rtol=1e-10, atol=1e-13)

@@ -7,8 +7,8 @@ the extrapolated point.
 
 from importlib.metadata import version as _version
 
+from ema_nesterov._ema_nesterov import EMANesterov
 from ema_nesterov.baselines import Lookahead, NesterovLookahead
-from ema_nesterov.optimizer import EMANesterov
 from ema_nesterov.schedules import BetaScheduler, constant_schedule, wsd_lookahead_schedule
 
 __version__ = _version("ema-nesterov")

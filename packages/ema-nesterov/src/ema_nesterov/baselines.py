@@ -8,8 +8,8 @@ from typing import Any
 
 import torch
 
+from ema_nesterov._ema_nesterov import EMANesterov
 from ema_nesterov._wrapping import as_base_list, check_sparse, merged_defaults
-from ema_nesterov.optimizer import EMANesterov
 
 
 class NesterovLookahead(EMANesterov):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ema_nesterov.optimizer import EMANesterov
+from ema_nesterov._ema_nesterov import EMANesterov
 
 
 def _check_steps(name: str, value: int) -> int:

@@ -1,4 +1,7 @@
-"""A tiny byte-level GPT trained from scratch on Python's documentation text (offline)."""
+"""A tiny byte-level GPT trained from scratch on Python's documentation text (offline).
+
+Benchmark code (``bench/``), not part of the ema-nesterov wheel.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +13,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 from torch.nn import functional as F  # noqa: N812
+
+from methodkit.torch import generator
 
 
 @dataclass(frozen=True)
@@ -154,7 +159,7 @@ class LMResult:
     diverged: bool = False
 
 
-def _batch(
+def batch_windows(
     data: torch.Tensor, idx: torch.Tensor, context: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
     offsets = idx[:, None] + torch.arange(context + 1)
@@ -173,14 +178,14 @@ def evaluate(
     starts = torch.arange(n) * context
     total, count = 0.0, 0
     for chunk in starts.split(64):
-        x, y = _batch(data, chunk, context)
+        x, y = batch_windows(data, chunk, context)
         logits = model(x)
         total += float(F.cross_entropy(logits.flatten(0, 1), y.flatten(), reduction="sum"))
         count += y.numel()
     return total / count
 
 
-def _optimizer_state_bytes(opt: torch.optim.Optimizer) -> int:
+def optimizer_state_bytes(opt: torch.optim.Optimizer) -> int:
     seen: set[int] = set()
     total = 0
     stack: list[object] = [opt.state]
@@ -235,7 +240,7 @@ def train_lm(
     """
     model_kwargs = dict(model_kwargs or {})
     context = model_kwargs.get("context", 64)
-    gen = torch.Generator().manual_seed(seed)
+    gen = generator(seed)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)  # scoped: the global RNG is restored on exit
         model = TinyGPT(**model_kwargs)
@@ -260,7 +265,7 @@ def train_lm(
             result.curve_steps.append(step)
             result.curve_val_loss.append(_eval(eval_windows))
         idx = torch.randint(0, len(corpus.train) - context - 1, (batch_size,), generator=gen)
-        x, y = _batch(corpus.train, idx, context)
+        x, y = batch_windows(corpus.train, idx, context)
         t0 = time.perf_counter()
         loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
         if not math.isfinite(loss.item()):
@@ -272,7 +277,7 @@ def train_lm(
         sched.step()
         elapsed += time.perf_counter() - t0
     result.sec_per_step = elapsed / max(1, step + 1)
-    result.state_bytes = _optimizer_state_bytes(opt)
+    result.state_bytes = optimizer_state_bytes(opt)
     if result.diverged:
         return result
     final = _eval(None)

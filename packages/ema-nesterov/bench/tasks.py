@@ -1,13 +1,10 @@
 """The offline reproduction: convex quadratics and a tiny character-level LM (raw numbers).
 
-``bench/run.py`` turns these dictionaries into benchmark records and plots; this module can
-also be run alone: ``python -m ema_nesterov.benchmark [--quick] [--part quadratic|lm]``.
+``bench/run.py`` turns these dictionaries into benchmark records and plots.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import statistics
 import time
@@ -16,13 +13,20 @@ from typing import Any
 
 import numpy as np
 import torch
+from lm import (
+    CharCorpus,
+    Phases,
+    TinyGPT,
+    batch_windows,
+    optimizer_state_bytes,
+    stdlib_char_corpus,
+    train_lm,
+)
+from quadratic import iterations_to_tolerance, noisy_quadratic_floor
 from torch.nn import functional as F  # noqa: N812
 
-from ema_nesterov.baselines import Lookahead, NesterovLookahead
-from ema_nesterov.lm import CharCorpus, Phases, TinyGPT, _batch, stdlib_char_corpus, train_lm
-from ema_nesterov.optimizer import EMANesterov
-from ema_nesterov.quadratic import iterations_to_tolerance, noisy_quadratic_floor
-from ema_nesterov.schedules import wsd_lookahead_schedule
+from ema_nesterov import EMANesterov, Lookahead, NesterovLookahead, wsd_lookahead_schedule
+from methodkit.torch import generator
 
 #: Iterations to f <= 1e-6 f(x0) computed for the spec (kappa 1e2, 1e3, 1e4).
 QUADRATIC_REFERENCE: dict[str, tuple[int, int, int]] = {
@@ -167,13 +171,13 @@ def measure_overhead(cfg: dict[str, Any], corpus: CharCorpus, steps: int) -> dic
         opt = base if i == 0 else EMANesterov(base, gamma=0.9, beta=1.0, memory_efficient=i == 2)
         models.append(model)
         opts.append(opt)
-    gen = torch.Generator().manual_seed(0)
+    gen = generator(0)
     ctx = cfg["model"]["context"]
     full: dict[str, list[float]] = {n: [] for n in names}
     opt_only: dict[str, list[float]] = {n: [] for n in names}
     for step in range(steps + 5):
         idx = torch.randint(0, len(corpus.train) - ctx - 1, (cfg["batch_size"],), generator=gen)
-        x, y = _batch(corpus.train, idx, ctx)
+        x, y = batch_windows(corpus.train, idx, ctx)
         order = list(range(3)) if step % 2 == 0 else [2, 1, 0]
         for i in order:
             t0 = time.perf_counter()
@@ -186,14 +190,12 @@ def measure_overhead(cfg: dict[str, Any], corpus: CharCorpus, steps: int) -> dic
             if step >= 5:  # skip warm-up steps
                 full[names[i]].append(t2 - t0)
                 opt_only[names[i]].append(t2 - t1)
-    from ema_nesterov.lm import _optimizer_state_bytes
-
     params = sum(p.numel() * p.element_size() for p in models[0].parameters())
     out: dict[str, float] = {}
     for i, n in enumerate(names):
         out[f"{n}/step_ms"] = 1e3 * statistics.median(full[n])
         out[f"{n}/opt_step_ms"] = 1e3 * statistics.median(opt_only[n])
-        out[f"{n}/state_per_param"] = _optimizer_state_bytes(opts[i]) / params
+        out[f"{n}/state_per_param"] = optimizer_state_bytes(opts[i]) / params
     return out
 
 
@@ -251,31 +253,3 @@ def run_lm(seeds: Sequence[int], quick: bool = False, progress: bool = False) ->
     out["runs"] = runs
     out["overhead"] = measure_overhead(cfg, corpus, cfg["overhead_steps"])
     return out
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Command line: print (or write) the raw benchmark numbers as JSON."""
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--part", choices=["quadratic", "lm", "all"], default="all")
-    parser.add_argument("--seed", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--out", default=None, help="JSON file (default: stdout)")
-    args = parser.parse_args(argv)
-    result: dict[str, Any] = {}
-    if args.part in ("quadratic", "all"):
-        result["quadratic"] = run_quadratic(args.quick)
-    if args.part in ("lm", "all"):
-        result["lm"] = run_lm(args.seed, args.quick)
-    text = json.dumps(result, indent=2)
-    if args.out:
-        with open(args.out, "w") as fh:
-            fh.write(text + "\n")
-    else:
-        import sys
-
-        sys.stdout.write(text + "\n")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

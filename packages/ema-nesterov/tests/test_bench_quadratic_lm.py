@@ -1,18 +1,18 @@
-"""The convex-quadratic rates and the tiny LM's pieces."""
+"""The benchmark's pieces (bench/quadratic.py, bench/lm.py): convex-quadratic rates, tiny LM."""
 
 import math
 
 import pytest
 import torch
-
-from ema_nesterov import EMANesterov
-from ema_nesterov.lm import Phases, TinyGPT, evaluate, stdlib_char_corpus, train_lm
-from ema_nesterov.quadratic import (
+from ema_nesterov_bench_lm import Phases, TinyGPT, evaluate, stdlib_char_corpus, train_lm
+from ema_nesterov_bench_quadratic import (
     BETA_GRID,
     diagonal_quadratic,
     iterations_to_tolerance,
     noisy_quadratic_floor,
 )
+
+from ema_nesterov import EMANesterov
 
 
 def test_beta_grid_is_the_spec_grid():

@@ -1,4 +1,7 @@
-"""Convex diagonal quadratics: accelerated iteration counts and the noisy loss floor."""
+"""Convex diagonal quadratics: accelerated iteration counts and the noisy loss floor.
+
+Benchmark code (``bench/``), not part of the ema-nesterov wheel.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +11,8 @@ from dataclasses import dataclass
 
 import torch
 
-from ema_nesterov.optimizer import EMANesterov
+from ema_nesterov import EMANesterov
+from methodkit.torch import generator
 
 #: The spec's lookahead grid {0, 0.02, ..., 0.98, 0.99, 0.995}.
 BETA_GRID: tuple[float, ...] = (*(round(0.02 * i, 2) for i in range(50)), 0.99, 0.995)
@@ -152,7 +156,7 @@ def noisy_quadratic_floor(
     lam = diagonal_quadratic(kappa, d)
     floors = []
     for seed in seeds:
-        gen = torch.Generator().manual_seed(int(seed))
+        gen = generator(int(seed))
         p = torch.nn.Parameter(torch.ones(d, dtype=torch.float64))
         opt = EMANesterov(torch.optim.SGD([p], lr=lr), gamma=gamma, beta=beta)
         total = 0.0

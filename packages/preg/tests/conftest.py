@@ -1,7 +1,19 @@
+import importlib.util
+import sys
+from pathlib import Path as FsPath
+
 import numpy as np
 import pytest
 
 from preg import Path
+
+# tests/reference.py under a name no other package's tests use: all packages share one run.
+_spec = importlib.util.spec_from_file_location(
+    "preg_reference", FsPath(__file__).with_name("reference.py")
+)
+_reference = importlib.util.module_from_spec(_spec)
+sys.modules["preg_reference"] = _reference
+_spec.loader.exec_module(_reference)
 
 
 class CharTokenizer:

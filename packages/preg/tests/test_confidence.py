@@ -1,24 +1,16 @@
 import numpy as np
+import preg_reference as reference
 import pytest
 
 from preg import aggregate, token_confidence
 from preg.confidence import path_score
 
 
-def _brute_neg_entropy(logits):
-    out = []
-    for row in logits:
-        p = np.exp(row - row.max())
-        p /= p.sum()
-        out.append(sum(pi * np.log(pi) for pi in p if pi > 0))
-    return np.array(out)
-
-
 def test_neg_entropy_matches_brute_force_and_is_shift_invariant():
     rng = np.random.default_rng(0)
     logits = rng.normal(size=(7, 11)) * 3
     c = token_confidence(logits, "neg_entropy")
-    np.testing.assert_allclose(c, _brute_neg_entropy(logits), atol=1e-10)
+    np.testing.assert_allclose(c, reference.neg_entropy(logits), atol=1e-10)
     np.testing.assert_allclose(token_confidence(logits + 5.0, "neg_entropy"), c, atol=1e-10)
     assert np.all(c <= 0)
 
@@ -40,7 +32,7 @@ def test_path_topk_renormalised_entropy(pools):
     p = pools["q0"][0]
     p2 = type(p)(p.token_ids, p.text, p.token_logprobs, None, p.topk_logprobs)
     got = token_confidence(p2, "neg_entropy")
-    want = _brute_neg_entropy(p.topk_logprobs)  # softmax renormalises the top-k
+    want = reference.neg_entropy(p.topk_logprobs)  # softmax renormalises the top-k
     np.testing.assert_allclose(got, want, atol=1e-10)
     np.testing.assert_allclose(token_confidence(p, "neg_entropy"), -p.token_entropies)
 
@@ -49,7 +41,7 @@ def test_lowest_group_is_brute_force_min_and_short_fallback():
     rng = np.random.default_rng(2)
     c = rng.normal(size=40)
     w = 7
-    brute = min(c[i : i + w].mean() for i in range(len(c) - w + 1))
+    brute = reference.lowest_group(c, w)
     assert aggregate(c, "lowest_group", window=w) == pytest.approx(brute, abs=1e-12)
     assert aggregate(c[:5], "lowest_group", window=w) == pytest.approx(c[:5].mean())
     assert aggregate(c, "tail", window=w) == pytest.approx(c[-w:].mean())

@@ -3,6 +3,7 @@
 from importlib.metadata import PackageNotFoundError, version
 
 from ._api import sample
+from ._preg import PrefixGuidedSampler
 from .answers import (
     AnswerExtractor,
     BoxedExtractor,
@@ -14,7 +15,6 @@ from .baselines import BestOfN, DeepConfOffline, PrefixConfidenceBestOf, SelfCon
 from .budget import TokenLedger, equal_budget_sc
 from .confidence import aggregate, path_score, token_confidence
 from .generators import Generator, PoolGenerator
-from .methods import PrefixGuidedSampler
 from .replay import ReplayPool, ReplayResult
 from .types import Path, RunResult
 from .voting import majority_vote, scores_to_weights, weighted_vote

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._preg import PrefixGuidedSampler
 from .answers import LastNumberExtractor
-from .methods import PrefixGuidedSampler
 from .types import RunResult
 
 __all__ = ["sample"]

@@ -95,6 +95,12 @@ def scores(
 
 
 def derive_seed(seed: int | None, stage: int) -> int | None:
+    """The seed of stage ``stage`` of a run seeded with ``seed`` (None stays None).
+
+    NumPy's ``SeedSequence`` hash of ``(seed, stage)``, kept (rather than
+    ``methodkit.derive_seed``) because it fixes the random streams of the committed benchmark
+    records; the result seeds NumPy back-ends as well as ``methodkit.torch.generator``.
+    """
     if seed is None:
         return None
     return int(np.random.SeedSequence([seed, stage]).generate_state(1)[0])

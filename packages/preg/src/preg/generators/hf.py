@@ -6,6 +6,8 @@ import inspect
 from collections.abc import Sequence
 from typing import Any
 
+from methodkit.torch import generator
+
 from ..types import Path
 from ._loop import continue_grouped, sample_loop
 
@@ -88,9 +90,7 @@ class HFGenerator:
         seed: int | None = None,
     ) -> list[Path]:
         """``n`` independent samples of at most ``max_new_tokens`` tokens."""
-        import torch
-
-        gen = torch.Generator().manual_seed(0 if seed is None else seed)
+        gen = generator(0 if seed is None else int(seed))
         base = self._encode(prompt)
         if not base:
             raise ValueError("the prompt encodes to no tokens")
@@ -107,9 +107,7 @@ class HFGenerator:
         seed: int | None = None,
     ) -> list[Path]:
         """Continue prompt + prefix ids (prefix tokens unchanged) to ``max_new_tokens`` in total."""
-        import torch
-
-        gen = torch.Generator().manual_seed(0 if seed is None else seed)
+        gen = generator(0 if seed is None else int(seed))
         base = self._encode(prompt)
         paths = list(paths)
         for p in paths:

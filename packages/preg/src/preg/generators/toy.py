@@ -7,6 +7,8 @@ from typing import Any
 
 import torch
 
+from methodkit.torch import generator
+
 from ..toy.arith import VOCAB
 from ..types import Path
 from ._loop import continue_grouped, sample_loop
@@ -80,7 +82,7 @@ class TinyLMGenerator:
             raise ValueError(
                 f"sample_batch needs prompts of one length, got lengths {sorted(lens)}"
             )
-        gen = torch.Generator().manual_seed(0 if seed is None else seed)
+        gen = generator(0 if seed is None else int(seed))
         ctx = [self._encode(p) for p in prompts for _ in range(n)]
         flat = self._run(ctx, max_new_tokens, temperature, top_p, gen)
         return [flat[i * n : (i + 1) * n] for i in range(len(prompts))]
@@ -111,7 +113,7 @@ class TinyLMGenerator:
         seed: int | None = None,
     ) -> list[Path]:
         """Continue each path (prompt + its characters) to ``max_new_tokens`` in total."""
-        gen = torch.Generator().manual_seed(0 if seed is None else seed)
+        gen = generator(0 if seed is None else int(seed))
         base = self._encode(prompt)
         paths = list(paths)
 

@@ -14,6 +14,8 @@ import torch
 from torch import nn
 from torch.nn import functional as nnf
 
+from methodkit.torch import generator as seeded_generator
+
 from .arith import VOCAB, make_problem
 
 __all__ = ["CharGPT", "CharGPTConfig", "train_tiny_lm"]
@@ -160,7 +162,7 @@ def train_tiny_lm(
     if file is not None and file.is_file():
         model.load_state_dict(torch.load(file, weights_only=True))
         return model.eval()
-    model.reset_parameters(torch.Generator().manual_seed(seed))
+    model.reset_parameters(seeded_generator(seed))
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     rng = np.random.default_rng(seed)
     width = 12 + 10 * problem_steps + 6

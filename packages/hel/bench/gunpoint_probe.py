@@ -8,16 +8,11 @@ Usage: python bench/gunpoint_probe.py [--epochs 40] [--estimator hel] [--seed 0]
 """
 
 import argparse
-import sys
-from pathlib import Path
 
+import tasks
 import torch
 
 import methodkit
-
-sys.path.insert(0, str(Path(__file__).parent))
-import run
-
 from hel import HamiltonianEcho, compare_estimators
 
 
@@ -28,12 +23,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    Xtr, ytr, Xte, yte, _ = run.load_task("gunpoint", False)
-    cfg = run.CONFIG["gunpoint"]
+    Xtr, ytr, Xte, yte, _ = tasks.load_task("gunpoint", False)
+    cfg = tasks.CONFIG["gunpoint"]
     methodkit.seed_everything(args.seed)
-    model = run.build_model(args.seed, 1, 2, cfg["n"], cfg["dt"], "mean")
+    model = tasks.build_model(args.seed, 1, 2, cfg["n"], cfg["dt"], "mean")
     loss = torch.nn.CrossEntropyLoss()
-    est = run.make_estimator(args.estimator, model, loss, Xtr.shape[1])
+    est = tasks.make_estimator(args.estimator, model, loss, Xtr.shape[1])
     opt = torch.optim.Adam(model.parameters(), lr=cfg["lr"])
     for ep in range(args.epochs):
         opt.zero_grad()

@@ -3,6 +3,7 @@ import copy
 import numpy as np
 import pytest
 import torch
+from hel_reference import cell_grads, make_batch, make_model
 
 from hel import (
     BPTT,
@@ -23,7 +24,6 @@ from hel import (
     sequential_digits,
     to_batch_first,
 )
-from hel_testutils import cell_grads, make_batch, make_model
 
 
 def _all_estimators(model, loss):

@@ -7,6 +7,9 @@ BPTT gradient from local statistics, in memory independent of the sequence lengt
 import importlib.metadata
 from typing import Any
 
+from hel._estimator import GradientEstimator
+from hel._hel import EchoLearning, HamiltonianEcho
+from hel.baselines import BPTT, EProp, FrozenRecurrence, TruncatedBPTT
 from hel.cells import (
     ForceCell,
     HamiltonianCell,
@@ -15,9 +18,6 @@ from hel.cells import (
     leapfrog_step,
 )
 from hel.data import delayed_recall, load_aeon, sequential_digits, to_batch_first
-from hel.echo import EchoLearning, HamiltonianEcho
-from hel.eprop import EProp
-from hel.estimators import BPTT, FrozenRecurrence, GradientEstimator, TruncatedBPTT
 from hel.homeostasis import HomeostasisAccumulator, homeostatic_loss
 from hel.metrics import compare_estimators, grad_cosine, grad_relative_error
 from hel.models import EchoRNN

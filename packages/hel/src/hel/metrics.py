@@ -7,7 +7,8 @@ from typing import Any
 
 import torch
 
-from hel.estimators import BPTT, GradientEstimator
+from hel._estimator import GradientEstimator
+from hel.baselines import BPTT
 
 __all__ = ["compare_estimators", "grad_cosine", "grad_relative_error"]
 

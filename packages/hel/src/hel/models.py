@@ -18,7 +18,7 @@ class EchoRNN(nn.Module):
     The state after step ``t`` (``t = 1..T``) is ``(phi_t, pi_t)``; the head sees
     ``mean_t phi_t`` (``readout="mean"``), ``phi_T`` (``"last"``) or every ``phi_t``
     (``"sequence"``). Plain autograd through :meth:`forward` is the BPTT reference; the
-    estimators in :mod:`hel.estimators` and :mod:`hel.echo` fill the same ``.grad`` fields.
+    estimators in :mod:`hel._hel` and :mod:`hel.baselines` fill the same ``.grad`` fields.
 
     Args:
         cell: The recurrent core (a :class:`~hel.cells.ForceCell`).

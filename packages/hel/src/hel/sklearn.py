@@ -10,10 +10,10 @@ from numpy.typing import NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
+from hel._estimator import GradientEstimator
+from hel._hel import EchoLearning, HamiltonianEcho
+from hel.baselines import BPTT, EProp, FrozenRecurrence, TruncatedBPTT
 from hel.cells import HopfieldOscillatorCell, RateEchoCell
-from hel.echo import EchoLearning, HamiltonianEcho
-from hel.eprop import EProp
-from hel.estimators import BPTT, FrozenRecurrence, GradientEstimator, TruncatedBPTT
 from hel.models import EchoRNN
 
 __all__ = ["ESTIMATORS", "EchoRNNClassifier", "EchoRNNRegressor"]

@@ -25,8 +25,8 @@ from typing import Any
 
 import torch
 
+from hel._estimator import GradientEstimator, accumulate, check_eps
 from hel.cells import ForceCell, HamiltonianCell, leapfrog_step
-from hel.estimators import GradientEstimator, _accumulate, check_eps
 from hel.homeostasis import homeostatic_loss_grad
 from hel.models import EchoRNN
 
@@ -102,7 +102,7 @@ class _EchoBase(GradientEstimator):
             dt = self.dtype or x.dtype
             xc = x.to(dt)
             grads, loss, eps_used = self._backward(xc, y, state)
-        _accumulate(self.cell_params, grads)
+        accumulate(self.cell_params, grads)
         self.last_stats = {
             "passes": 2 if self.mode != "centered" else 3,
             "stored_steps": 0,
@@ -366,7 +366,7 @@ class EchoLearning(_EchoBase):
         if not isinstance(model.cell, ForceCell):  # pragma: no cover - EchoRNN checks this
             raise TypeError("EchoLearning needs a ForceCell")
 
-    def backward(  # noqa: D102
+    def backward(
         self,
         x: torch.Tensor,
         y: torch.Tensor,
@@ -382,7 +382,7 @@ class EchoLearning(_EchoBase):
             return
         value, grads = homeostatic_loss_grad(self.model.cell, phi_half)
         self._homeo_value += value / T
-        _accumulate(self.cell_params, [(self.homeostasis / T) * g for g in grads])
+        accumulate(self.cell_params, [(self.homeostasis / T) * g for g in grads])
 
     def _stat(self, phi_half, u, w):  # noqa: ANN001, ANN202
         B = phi_half.shape[0] // 2

@@ -1,9 +1,9 @@
-"""Gradient estimators sharing one interface: ``loss = est.backward(x, y)`` fills ``p.grad``.
+"""The interface every gradient estimator shares: ``loss = est.backward(x, y)`` fills ``p.grad``.
 
 The recurrent core's gradient comes from the estimator; the readout head's gradient is always
-plain autograd on the head's own input (identical across estimators). Baselines here: BPTT,
-truncated BPTT and a frozen-recurrence (reservoir) control. e-prop lives in :mod:`hel.eprop`,
-the echo estimators in :mod:`hel.echo`.
+plain autograd on the head's own input (identical across estimators). The echo estimators
+(the method) live in :mod:`hel._hel`, BPTT, truncated BPTT, e-prop and the frozen-recurrence
+control in :mod:`hel.baselines`.
 """
 
 from __future__ import annotations
@@ -18,11 +18,14 @@ from torch import nn
 from hel.cells import leapfrog_step
 from hel.models import EchoRNN
 
-__all__ = ["BPTT", "FrozenRecurrence", "GradientEstimator", "TruncatedBPTT"]
+__all__ = ["GradientEstimator", "accumulate", "check_eps"]
 
 
-def _accumulate(params: Iterable[torch.Tensor], grads: Iterable[torch.Tensor]) -> None:
-    """Add ``grads`` into ``p.grad`` like autograd does (create when missing)."""
+def accumulate(params: Iterable[torch.Tensor], grads: Iterable[torch.Tensor]) -> None:
+    """Add ``grads`` into ``p.grad`` like autograd does (create when missing).
+
+    Package-internal: every estimator accumulates its core gradient through it.
+    """
     for p, g in zip(params, grads, strict=True):
         g = g.detach().to(p.dtype)
         if p.grad is None:
@@ -92,7 +95,7 @@ class GradientEstimator:
             loss = self._scalar(self.loss_fn(self.model.head(r), y))
             params = [p for p in self.model.head.parameters() if p.requires_grad]
             grads = torch.autograd.grad(loss, [r, *params], allow_unused=True)
-        _accumulate(
+        accumulate(
             params,
             [
                 torch.zeros_like(p) if g is None else g
@@ -114,7 +117,7 @@ class GradientEstimator:
             params = [q for q in self.model.head.parameters() if q.requires_grad]
             if accumulate_head:
                 grads = torch.autograd.grad(loss, [p, *params], allow_unused=True)
-                _accumulate(
+                accumulate(
                     params,
                     [
                         torch.zeros_like(q) if g is None else g
@@ -170,115 +173,6 @@ class GradientEstimator:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
-
-
-class BPTT(GradientEstimator):
-    """Backpropagation through time: autograd through the unrolled leapfrog steps.
-
-    Stores the whole trajectory (memory grows linearly with ``T``); the reference for the
-    echo estimators.
-    """
-
-    name = "bptt"
-
-    def backward(  # noqa: D102
-        self,
-        x: torch.Tensor,
-        y: torch.Tensor,
-        state: tuple[torch.Tensor, torch.Tensor] | None = None,
-    ) -> torch.Tensor:
-        self._check(x, y)
-        with torch.enable_grad():
-            out = self.model(x, state)
-            loss = self._scalar(self.model.compute_loss(out, y, self.loss_fn))
-            loss.backward()
-        self.last_stats = {"passes": 1, "stored_steps": x.shape[1]}
-        return loss.detach()
-
-
-class TruncatedBPTT(GradientEstimator):
-    """Truncated BPTT with chunk length ``k``.
-
-    The state is detached at chunk boundaries, so each loss term ``l_t`` back-propagates only
-    to the start of its chunk. A first pass without a graph computes the readout's error
-    signals ``g_t = dL/dphi_t`` (needed for pooled readouts); the second pass runs chunk by
-    chunk and back-propagates ``sum_t <g_t, phi_t>`` inside each chunk.
-
-    Args:
-        model: The model.
-        loss_fn: Scalar loss.
-        k: Chunk length (>= 1); ``k >= T`` is exact BPTT, ``k = 1`` the per-step immediate
-            gradient.
-    """
-
-    name = "tbptt"
-
-    def __init__(self, model: EchoRNN, loss_fn: Any, k: int) -> None:
-        super().__init__(model, loss_fn)
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise ValueError(f"k must be an integer >= 1, got {k!r}")
-        self.k = k
-
-    def __repr__(self) -> str:
-        return f"TruncatedBPTT(k={self.k})"
-
-    def backward(  # noqa: D102
-        self,
-        x: torch.Tensor,
-        y: torch.Tensor,
-        state: tuple[torch.Tensor, torch.Tensor] | None = None,
-    ) -> torch.Tensor:
-        self._check(x, y)
-        T = x.shape[1]
-        readout = self.model.readout
-        _, _, c, loss = self._free_run(x, y, state)
-        params = self.cell_params
-        phi, pi = self.model.initial_state(x, state)
-        phi, pi = phi.detach(), pi.detach()
-        for start in range(0, T, self.k):
-            with torch.enable_grad():
-                surrogate = x.new_zeros(())
-                for t in range(start, min(start + self.k, T)):
-                    phi, pi, _ = leapfrog_step(self.model.cell, phi, pi, x[:, t])
-                    if readout == "mean":
-                        g = c / T
-                    elif readout == "last":
-                        g = c if t == T - 1 else None
-                    else:
-                        g = self._step_signal(phi, y[:, t], T, False)[0]
-                    if g is not None:
-                        surrogate = surrogate + (g * phi).sum()
-                if surrogate.requires_grad:
-                    grads = torch.autograd.grad(surrogate, params, allow_unused=True)
-                    _accumulate(
-                        params,
-                        [
-                            torch.zeros_like(p) if g is None else g
-                            for p, g in zip(params, grads, strict=True)
-                        ],
-                    )
-            phi, pi = phi.detach(), pi.detach()
-        self.last_stats = {"passes": 2, "stored_steps": min(self.k, T)}
-        return loss
-
-
-class FrozenRecurrence(GradientEstimator):
-    """Reservoir control: the recurrent core gets zero gradient, only the head learns."""
-
-    name = "frozen"
-
-    def backward(  # noqa: D102
-        self,
-        x: torch.Tensor,
-        y: torch.Tensor,
-        state: tuple[torch.Tensor, torch.Tensor] | None = None,
-    ) -> torch.Tensor:
-        self._check(x, y)
-        _, _, _, loss = self._free_run(x, y, state)
-        params = self.cell_params
-        _accumulate(params, [torch.zeros_like(p) for p in params])
-        self.last_stats = {"passes": 1, "stored_steps": 0}
-        return loss
 
 
 def _is_auto(eps: object) -> bool:

@@ -1,8 +1,12 @@
-r"""e-prop (Bellec et al. 2020) for leapfrog-integrated cells.
+r"""Baselines with the estimators' interface: BPTT, truncated BPTT, e-prop, frozen recurrence.
 
-Each synapse ``theta_ij`` onto neuron ``i`` keeps an eligibility vector over neuron ``i``'s
-own 2-d state ``(phi_i, pi_i)``, propagated with the 2x2 diagonal block of the step Jacobian
-(``D_i = df_i/dphi_i`` at the half step):
+``BPTT`` (autograd through the unrolled steps) is also the reference the echo gradient is
+checked against; the others are the learning rules the paper compares with.
+
+**e-prop** (Bellec et al. 2020) for leapfrog-integrated cells: each synapse ``theta_ij`` onto
+neuron ``i`` keeps an eligibility vector over neuron ``i``'s own 2-d state ``(phi_i, pi_i)``,
+propagated with the 2x2 diagonal block of the step Jacobian (``D_i = df_i/dphi_i`` at the half
+step):
 
 .. math::
     e^{\phi}_{1/2} = e^{\phi} + \tfrac{h}{2} e^{\pi},\quad
@@ -20,10 +24,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from hel.estimators import GradientEstimator, _accumulate
+from hel._estimator import GradientEstimator, accumulate
+from hel.cells import leapfrog_step
 from hel.models import EchoRNN
 
-__all__ = ["FEEDBACKS", "EProp"]
+__all__ = ["BPTT", "FEEDBACKS", "EProp", "FrozenRecurrence", "TruncatedBPTT"]
 
 FEEDBACKS = ("symmetric", "random")
 
@@ -165,6 +170,115 @@ class EProp(GradientEstimator):
             if name in getattr(cell, "eprop_symmetric", ()):
                 g = 0.5 * (g + g.T)
             grads.append(g.reshape(p.shape))
-        _accumulate(list(names.values()), grads)
+        accumulate(list(names.values()), grads)
+        self.last_stats = {"passes": 1, "stored_steps": 0}
+        return loss
+
+
+class BPTT(GradientEstimator):
+    """Backpropagation through time: autograd through the unrolled leapfrog steps.
+
+    Stores the whole trajectory (memory grows linearly with ``T``); the reference for the
+    echo estimators.
+    """
+
+    name = "bptt"
+
+    def backward(  # noqa: D102
+        self,
+        x: torch.Tensor,
+        y: torch.Tensor,
+        state: tuple[torch.Tensor, torch.Tensor] | None = None,
+    ) -> torch.Tensor:
+        self._check(x, y)
+        with torch.enable_grad():
+            out = self.model(x, state)
+            loss = self._scalar(self.model.compute_loss(out, y, self.loss_fn))
+            loss.backward()
+        self.last_stats = {"passes": 1, "stored_steps": x.shape[1]}
+        return loss.detach()
+
+
+class TruncatedBPTT(GradientEstimator):
+    """Truncated BPTT with chunk length ``k``.
+
+    The state is detached at chunk boundaries, so each loss term ``l_t`` back-propagates only
+    to the start of its chunk. A first pass without a graph computes the readout's error
+    signals ``g_t = dL/dphi_t`` (needed for pooled readouts); the second pass runs chunk by
+    chunk and back-propagates ``sum_t <g_t, phi_t>`` inside each chunk.
+
+    Args:
+        model: The model.
+        loss_fn: Scalar loss.
+        k: Chunk length (>= 1); ``k >= T`` is exact BPTT, ``k = 1`` the per-step immediate
+            gradient.
+    """
+
+    name = "tbptt"
+
+    def __init__(self, model: EchoRNN, loss_fn: Any, k: int) -> None:
+        super().__init__(model, loss_fn)
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ValueError(f"k must be an integer >= 1, got {k!r}")
+        self.k = k
+
+    def __repr__(self) -> str:
+        return f"TruncatedBPTT(k={self.k})"
+
+    def backward(  # noqa: D102
+        self,
+        x: torch.Tensor,
+        y: torch.Tensor,
+        state: tuple[torch.Tensor, torch.Tensor] | None = None,
+    ) -> torch.Tensor:
+        self._check(x, y)
+        T = x.shape[1]
+        readout = self.model.readout
+        _, _, c, loss = self._free_run(x, y, state)
+        params = self.cell_params
+        phi, pi = self.model.initial_state(x, state)
+        phi, pi = phi.detach(), pi.detach()
+        for start in range(0, T, self.k):
+            with torch.enable_grad():
+                surrogate = x.new_zeros(())
+                for t in range(start, min(start + self.k, T)):
+                    phi, pi, _ = leapfrog_step(self.model.cell, phi, pi, x[:, t])
+                    if readout == "mean":
+                        g = c / T
+                    elif readout == "last":
+                        g = c if t == T - 1 else None
+                    else:
+                        g = self._step_signal(phi, y[:, t], T, False)[0]
+                    if g is not None:
+                        surrogate = surrogate + (g * phi).sum()
+                if surrogate.requires_grad:
+                    grads = torch.autograd.grad(surrogate, params, allow_unused=True)
+                    accumulate(
+                        params,
+                        [
+                            torch.zeros_like(p) if g is None else g
+                            for p, g in zip(params, grads, strict=True)
+                        ],
+                    )
+            phi, pi = phi.detach(), pi.detach()
+        self.last_stats = {"passes": 2, "stored_steps": min(self.k, T)}
+        return loss
+
+
+class FrozenRecurrence(GradientEstimator):
+    """Reservoir control: the recurrent core gets zero gradient, only the head learns."""
+
+    name = "frozen"
+
+    def backward(  # noqa: D102
+        self,
+        x: torch.Tensor,
+        y: torch.Tensor,
+        state: tuple[torch.Tensor, torch.Tensor] | None = None,
+    ) -> torch.Tensor:
+        self._check(x, y)
+        _, _, _, loss = self._free_run(x, y, state)
+        params = self.cell_params
+        accumulate(params, [torch.zeros_like(p) for p in params])
         self.last_stats = {"passes": 1, "stored_steps": 0}
         return loss

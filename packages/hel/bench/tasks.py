@@ -1,0 +1,279 @@
+"""Helpers of bench/run.py: configurations, data, models, training, memory job, curve plot.
+
+Script helpers, not part of the wheel (``bench/gunpoint_probe.py`` uses them too).
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+import methodkit
+from hel import (
+    BPTT,
+    EchoLearning,
+    EchoRNN,
+    EProp,
+    FrozenRecurrence,
+    HamiltonianEcho,
+    HopfieldOscillatorCell,
+    RateEchoCell,
+    TruncatedBPTT,
+    compare_estimators,
+    delayed_recall,
+    load_aeon,
+    sequential_digits,
+)
+from methodkit.torch import generator
+
+CONFIG: dict[str, dict[str, Any]] = {
+    "sequential_digits": {
+        "n": 64,
+        "dt": 0.2,
+        "lr": 3e-3,
+        "batch": 64,
+        "epochs": 16,
+        "methods": ["bptt", "hel", "tbptt_k10", "eprop_sym", "frozen"],
+    },
+    "gunpoint": {
+        "n": 64,
+        "dt": 0.2,
+        "lr": 1e-2,
+        "batch": 0,
+        "epochs": 40,
+        "methods": ["bptt", "hel", "tbptt_k10", "tbptt_T/8", "eprop_sym", "frozen"],
+    },
+    "basic_motions": {
+        "n": 64,
+        "dt": 0.2,
+        "lr": 1e-2,
+        "batch": 0,
+        "epochs": 40,
+        "methods": ["bptt", "hel", "tbptt_k10", "eprop_sym", "frozen"],
+    },
+    "delayed_recall": {
+        "n": 64,
+        "dt": 0.2,
+        "lr": 3e-3,
+        "batch": 64,
+        "epochs": 6,
+        "n_train": 384,
+        "methods": ["bptt", "hel", "tbptt_k10", "eprop_sym", "frozen"],
+    },
+    "echo_learning": {
+        "n": 64,
+        "dt": 0.2,
+        "lr": 3e-3,
+        "batch": 64,
+        "epochs": 8,
+        "n_train": 512,
+        "methods": ["bptt", "el", "el=0.001", "el=0.01", "el=0.1"],
+    },
+}
+#: ``--quick`` overrides: a smoke run of every benchmark, not the full-scale verdicts.
+QUICK: dict[str, dict[str, Any]] = {
+    "sequential_digits": {"epochs": 1, "methods": ["bptt", "hel", "eprop_sym"]},
+    "gunpoint": {"epochs": 3, "methods": ["bptt", "hel"]},
+    "basic_motions": {"epochs": 3, "methods": ["bptt", "hel"]},
+    "delayed_recall": {"epochs": 1, "n_train": 128, "methods": ["bptt", "hel"]},
+    "echo_learning": {"epochs": 1, "n_train": 128, "methods": ["bptt", "el", "el=0.1"]},
+}
+THRESHOLDS = {
+    "sequential_digits": 0.80,
+    "gunpoint": 0.85,
+    "basic_motions": 0.85,
+    "delayed_recall": 0.30,
+}
+PROBE_ESTIMATORS = ["hel", "hel_two_pass", "eprop_sym", "tbptt_k10"]
+MEMORY_KINDS = ["bptt", "hel_two_pass", "hel_centered"]
+MEMORY_T = [200, 2000, 20000]
+MEMORY_T_QUICK = [200, 400]
+
+
+def config(name: str, quick: bool) -> dict[str, Any]:
+    """The configuration of task ``name`` (with the quick overrides under ``--quick``)."""
+    cfg = dict(CONFIG[name])
+    if quick:
+        cfg.update(QUICK[name])
+    return cfg
+
+
+def make_estimator(name: str, model: Any, loss: Any, T: int) -> Any:
+    """The estimator behind a benchmark method name (``el=0.1``: EL with homeostasis 0.1)."""
+    if name == "bptt":
+        return BPTT(model, loss)
+    if name == "hel":
+        return HamiltonianEcho(model, loss, mode="centered")
+    if name == "hel_two_pass":
+        return HamiltonianEcho(model, loss, mode="two_pass")
+    if name == "tbptt_k10":
+        return TruncatedBPTT(model, loss, k=10)
+    if name == "tbptt_T/8":
+        return TruncatedBPTT(model, loss, k=max(1, T // 8))
+    if name == "eprop_sym":
+        return EProp(model, loss, feedback="symmetric")
+    if name == "eprop_random":
+        return EProp(model, loss, feedback="random")
+    if name == "frozen":
+        return FrozenRecurrence(model, loss)
+    if name.startswith("el"):
+        return EchoLearning(
+            model, loss, homeostasis=float(name.split("=")[1]) if "=" in name else 0.0
+        )
+    raise ValueError(name)
+
+
+def build_model(
+    seed: int, m: int, out: int, n: int, dt: float, readout: str, cell: str = "hopfield"
+) -> Any:
+    """A seeded EchoRNN: cell and head drawn from one generator, zero head bias."""
+    g = generator(seed)
+    c = (HopfieldOscillatorCell if cell == "hopfield" else RateEchoCell)(m, n, dt=dt, generator=g)
+    model = EchoRNN(c, out, readout=readout)
+    with torch.no_grad():
+        model.head.weight.uniform_(-1, 1, generator=g).mul_(n**-0.5)
+        model.head.bias.zero_()
+    return model
+
+
+def train(
+    method: str,
+    data: tuple,
+    cfg: dict,
+    seed: int,
+    probe: tuple | None = None,
+    cell: str = "hopfield",
+) -> dict[str, Any]:
+    """Train one model; returns metrics and (optionally) per-epoch gradient cosines."""
+    Xtr, ytr, Xte, yte, task = data
+    m = Xtr.shape[2]
+    out = int(ytr.max()) + 1 if task == "clf" else ytr.shape[2]
+    readout = "mean" if task == "clf" else "sequence"
+    model = build_model(seed, m, out, cfg["n"], cfg["dt"], readout, cell)
+    loss = torch.nn.CrossEntropyLoss() if task == "clf" else torch.nn.MSELoss()
+    T = Xtr.shape[1]
+    est = make_estimator(method, model, loss, T)
+    opt = torch.optim.Adam(model.parameters(), lr=cfg["lr"])
+    gen = generator(1000 + seed)
+    n = Xtr.shape[0]
+    bs = cfg["batch"] if cfg["batch"] else n
+    cosines = []
+    t0 = time.perf_counter()
+    for _ in range(cfg["epochs"]):
+        perm = torch.randperm(n, generator=gen)
+        for i in range(0, n, bs):
+            idx = perm[i : i + bs]
+            opt.zero_grad()
+            est.backward(Xtr[idx], ytr[idx])
+            opt.step()
+        if probe is not None:
+            xp, yp, probe_ests = probe
+            ests = {k: make_estimator(k, model, loss, T) for k in probe_ests}
+            res = compare_estimators(model, (xp, yp), loss, ests)
+            cosines.append({k: v["cosine"] for k, v in res.items()})
+    wall = time.perf_counter() - t0
+    with torch.no_grad():
+        pred = model(Xte)
+        if task == "clf":
+            metric = float((pred.argmax(1) == yte).float().mean())
+        else:
+            metric = float(((pred - yte) ** 2).mean() / yte.var())
+    return {"metric": metric, "wall": wall, "cosines": cosines, "model": model, "loss": loss}
+
+
+def to_t(*arrs: np.ndarray) -> list[Any]:
+    return [torch.from_numpy(np.ascontiguousarray(a)) for a in arrs]
+
+
+@functools.cache
+def load_task(name: str, quick: bool) -> tuple:
+    """``(X_train, y_train, X_test, y_test, "clf" | "reg")`` as tensors (loaded once)."""
+    if name == "sequential_digits":
+        Xtr, Xte, ytr, yte = sequential_digits()
+        if quick:
+            Xtr, ytr, Xte, yte = Xtr[:256], ytr[:256], Xte[:200], yte[:200]
+        return (*to_t(Xtr, ytr, Xte, yte), "clf")
+    if name in ("gunpoint", "basic_motions"):
+        Xtr, ytr = load_aeon(name, "train")
+        Xte, yte = load_aeon(name, "test")
+        return (*to_t(Xtr, ytr, Xte, yte), "clf")
+    if name == "delayed_recall":
+        ntr, nte = (128, 64) if quick else (CONFIG["delayed_recall"]["n_train"], 500)
+        u, y = delayed_recall(ntr + nte, T=100, delay=20, random_state=0)
+        return (*to_t(u[:ntr], y[:ntr], u[ntr:], y[ntr:]), "reg")
+    raise ValueError(name)
+
+
+def trivial_score(data: tuple) -> float:
+    """What a model that learned nothing scores on the test set.
+
+    Classification: the accuracy of always predicting the most frequent test class.
+    Regression: the NMSE of predicting the training targets' mean at every step.
+    """
+    _, ytr, _, yte, task = data
+    if task == "clf":
+        return float(torch.bincount(yte).max()) / len(yte)
+    return float(((ytr.mean(0) - yte) ** 2).mean() / yte.var())
+
+
+_TRAINED: dict[tuple, dict[str, Any]] = {}
+
+
+def train_seeded(name: str, method: str, seed: int, quick: bool) -> dict[str, Any]:
+    """Train ``method`` on task ``name`` after ``seed_everything(seed)``; remembered per run.
+
+    On sequential digits HEL's run also probes the gradient agreement of
+    :data:`PROBE_ESTIMATORS` on 64 training samples after every epoch (the grad_agreement
+    benchmark reads those probes, so a full run trains HEL once for both records).
+    """
+    key = (name, method, seed, quick)
+    if key not in _TRAINED:
+        data = load_task(name, quick)
+        probe = None
+        if name == "sequential_digits" and method == "hel":
+            probe = (data[0][:64], data[1][:64], PROBE_ESTIMATORS)
+        methodkit.seed_everything(seed)
+        _TRAINED[key] = train(method, data, config(name, quick), seed, probe)
+    return _TRAINED[key]
+
+
+def memory_job(kind: str, T: int) -> None:
+    """One warm-up and one backward call of ``kind`` on T steps (n=32, B=8; picklable)."""
+    torch.set_num_threads(1)
+    g = generator(0)
+    model = EchoRNN(HopfieldOscillatorCell(1, 32, generator=g), 4)
+    x = torch.randn(8, T, 1, generator=g)
+    y = torch.randint(0, 4, (8,), generator=g)
+    loss = torch.nn.CrossEntropyLoss()
+    est = {
+        "bptt": lambda: BPTT(model, loss),
+        "hel_two_pass": lambda: HamiltonianEcho(model, loss, mode="two_pass"),
+        "hel_centered": lambda: HamiltonianEcho(model, loss),
+    }[kind]()
+    est.backward(x[:, :5], y)  # warm-up: allocator, lazy imports
+    est.backward(x, y)
+
+
+def memory_curve(peak: dict[tuple[str, int], float], Ts: list[int], path: Path) -> None:
+    """Peak memory against T, one line per estimator (log x axis)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    for k in MEMORY_KINDS:
+        ax.plot(Ts, [peak[(k, T)] for T in Ts], marker="o", label=k)
+    ax.set_xscale("log")
+    ax.set_xlabel("sequence length T (steps)")
+    ax.set_ylabel("peak RSS above import torch (MiB)")
+    ax.set_title("memory of a warm-up + one backward call (n=32, B=8)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=150)
+    plt.close(fig)

@@ -5,24 +5,23 @@ the same budget of single-sample generator evaluations as ESS-Flow where that is
 (SIR, pCN); DPS costs one guided ODE solve with backward passes per sample.
 
     python bench/run.py [--quick] [--seeds 0 1 2] [--threads 1] [--only toy2d lattice chains]
+
+Records and plots go to the package's ``bench/results`` (``--out`` to change it).
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
-from pathlib import Path
+from collections.abc import Callable
+from functools import partial
+from typing import Any
 
-from methodkit.bench import (
-    BenchRecord,
-    ResultRow,
-    bench_parser,
-    environment,
-    finish,
-    plot_results,
-    save_record,
-    set_threads,
-)
+import tasks
+
+import methodkit
+from methodkit.bench import Outcome, ResultRow, run_suite
 
 PACKAGE = "ess-flow"
 
@@ -135,49 +134,30 @@ QUICK = {
 }
 
 
-def main() -> int:
-    parser = bench_parser(__doc__.splitlines()[0])
-    parser.add_argument(
-        "--only", nargs="+", choices=list(FULL), default=list(FULL), help="benchmarks to run"
-    )
-    args = parser.parse_args()
-    set_threads(args.threads)
-    import torch
+TASKS: dict[str, Callable[[dict[str, Any], int], dict[str, Any]]] = {
+    "toy2d": tasks.run_toy2d,
+    "lattice": tasks.run_lattice,
+    "chains": tasks.run_chains,
+}
 
-    import methodkit
 
-    torch.set_num_threads(args.threads)
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import tasks
+def benchmark(name: str, args: argparse.Namespace) -> Outcome:
+    """Run task ``name`` once per seed and summarise it (rows, claims, per-seed extras)."""
+    cfg = (QUICK if args.quick else FULL)[name]
+    t0 = time.perf_counter()
+    per_seed = []
+    for seed in args.seeds:
+        methodkit.seed_everything(seed)
+        per_seed.append(TASKS[name](cfg, seed))
+        dt = time.perf_counter() - t0
+        print(f"[{name}] seed {seed} done at {dt:.0f} s", file=sys.stderr, flush=True)
+    rows, claims, extra = tasks.summarize(name, per_seed)
+    return Outcome({**cfg, **extra}, [ResultRow.from_values(*r) for r in rows], claims)
 
-    cfgs = QUICK if args.quick else FULL
-    env = environment(args.threads)
-    records = []
-    for name in args.only:
-        t0 = time.perf_counter()
-        per_seed = []
-        for seed in args.seeds:
-            methodkit.seed_everything(seed)
-            per_seed.append(getattr(tasks, f"run_{name}")(cfgs[name], seed))
-            dt = time.perf_counter() - t0
-            print(f"[{name}] seed {seed} done at {dt:.0f} s", file=sys.stderr, flush=True)
-        rows, claims, extra = tasks.summarize(name, per_seed, quick=args.quick)
-        rec = BenchRecord(
-            package=PACKAGE,
-            benchmark=name,
-            config={**cfgs[name], "quick": args.quick, **extra},
-            seeds=list(args.seeds),
-            results=[ResultRow.from_values(*r) for r in rows],
-            claim=claims[0],
-            claims=claims,
-            wall_time_s=time.perf_counter() - t0,
-            environment=env,
-        )
-        path = save_record(rec, args.out)
-        plot_results(rec.to_dict(), path.with_suffix(".png"))
-        records.append(rec.to_dict())
-        print(f"[{name}] {rec.wall_time_s:.0f} s -> {path}", file=sys.stderr)
-    return finish(records, args.quick)
+
+def main(argv: list[str] | None = None) -> int:
+    benchmarks = {name: partial(benchmark, name) for name in FULL}
+    return run_suite(PACKAGE, benchmarks, argv, description=__doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

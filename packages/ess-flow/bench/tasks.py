@@ -32,7 +32,8 @@ from ess_flow.data import (
     lattice_properties,
     toy_chains,
 )
-from methodkit.bench import Claim
+from methodkit.bench import Claim, check, compare
+from methodkit.torch import generator
 
 
 def _train(data: torch.Tensor, cfg: dict[str, Any], g: torch.Generator) -> MLPVelocity:
@@ -74,7 +75,7 @@ def _sw(a: torch.Tensor, b: torch.Tensor, seed: int) -> float:
 
 # ----------------------------------------------------------------------------------- A: 2-D toy
 def run_toy2d(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
-    g = torch.Generator().manual_seed(seed)
+    g = generator(seed)
     data = eight_gaussians(cfg["n_data"], generator=g)
     net = _train(data, cfg, g)
     gen = FlowGenerator(net, cfg["ode_steps"])
@@ -126,7 +127,7 @@ def run_toy2d(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------- B: lattice
 def run_lattice(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
-    g = torch.Generator().manual_seed(seed)
+    g = generator(seed)
     L = cfg["size"]
     s = ising_configs(cfg["n_data"], L, T=cfg["T"], n_sweeps=cfg["sweeps"], generator=g)
     props = lattice_properties(s)
@@ -195,7 +196,7 @@ def _dist(x: torch.Tensor, pairs: torch.Tensor) -> torch.Tensor:
 
 
 def run_chains(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
-    g = torch.Generator().manual_seed(seed)
+    g = generator(seed)
     n_res, nt, cpt = cfg["n_res"], cfg["n_targets"], cfg["chains_per_target"]
     X = toy_chains(cfg["n_data"], n_res, generator=g)
     flat = X.reshape(X.shape[0], -1)
@@ -290,8 +291,9 @@ _HIB = {"sw2": False, "upper": None, "bin": True, "hit": True, "realism": True, 
 
 
 def summarize(
-    name: str, per_seed: list[dict[str, Any]], quick: bool
+    name: str, per_seed: list[dict[str, Any]]
 ) -> tuple[list[tuple[str, str, list[float], bool | None]], list[Claim], dict[str, Any]]:
+    """Result rows, claims and the per-seed extras of one benchmark over its seeds."""
     keys = [k for k in per_seed[0] if isinstance(k, tuple)]
     rows = []
     val: dict[tuple[str, str], float] = {}
@@ -310,38 +312,44 @@ def summarize(
     def v(m: str, metric: str) -> float:
         return val.get((m, metric), math.nan)
 
-    claims = []
+    claims: list[Claim] = []
     if name == "toy2d":
         e, d = v("ess_flow", "sw2_A1"), v("dps", "sw2_A1")
         claims.append(
-            Claim(
+            check(
                 "A1: SW2(ESS-Flow, reference) <= 0.10 and <= SW2(DPS)",
-                bool(e <= 0.10 and e <= d),
+                e <= 0.10 and e <= d,
                 f"ESS {e:.3f}, DPS {d:.3f}",
+                inputs=[e, d],
             )
         )
         fr = [float(s[("ess_flow", "upper_mode_frac_A1")]) for s in per_seed]
         claims.append(
-            Claim(
+            check(
                 "A1: both posterior modes hold 35-65 % of ESS-Flow samples (every seed)",
-                bool(all(0.35 <= f <= 0.65 for f in fr)),
+                all(0.35 <= f <= 0.65 for f in fr),
                 "upper-mode fractions " + ", ".join(f"{f:.2f}" for f in fr),
+                inputs=fr,
             )
         )
         be, bd = v("ess_flow", "bin_consistency_A2"), v("dps", "bin_consistency_A2")
         claims.append(
-            Claim(
+            check(
                 "A2: bin consistency ESS-Flow >= 0.95 and DPS <= 0.60",
-                bool(be >= 0.95 and bd <= 0.60),
+                be >= 0.95 and bd <= 0.60,
                 f"ESS {be:.3f}, DPS {bd:.3f}",
+                inputs=[be, bd],
             )
         )
         e2, d2 = v("ess_flow", "sw2_A2"), v("dps", "sw2_A2")
         claims.append(
-            Claim(
+            compare(
                 "A2: SW2(ESS-Flow) <= 0.5 x SW2(DPS)",
-                bool(e2 <= 0.5 * d2),
-                f"ESS {e2:.3f}, DPS {d2:.3f}",
+                e2,
+                "<=",
+                d2,
+                scale=0.5,
+                measured=f"ESS {e2:.3f}, DPS {d2:.3f}",
             )
         )
     elif name == "lattice":
@@ -349,36 +357,44 @@ def summarize(
             h, r = v("ess_flow", f"hit_rate_{tag}"), v("ess_flow", f"realism_{tag}")
             hd = v("data", f"hit_rate_{tag}")
             claims.append(
-                Claim(
+                check(
                     f"B ({label}): ESS-Flow hit rate >= 0.80 with realism >= 0.90",
-                    bool(h >= 0.80 and r >= 0.90),
+                    h >= 0.80 and r >= 0.90,
                     f"hit {h:.3f}, realism {r:.3f} (training data hit rate {hd:.4f})",
+                    inputs=[h, r],
                 )
             )
             hs, hp = v("sir", f"hit_rate_{tag}"), v("prior", f"hit_rate_{tag}")
+            # both at 0 % (an unreachable target) is "not measured", not a comparison
             claims.append(
-                Claim(
+                compare(
                     f"B ({label}): SIR at equal generator evaluations hits less than ESS-Flow",
-                    bool(hs < h),
-                    f"SIR {hs:.3f} vs ESS {h:.3f} (prior {hp:.3f}, "
+                    hs,
+                    "<",
+                    h,
+                    measured=f"SIR {hs:.3f} vs ESS {h:.3f} (prior {hp:.3f}, "
                     f"pCN {v('pcn', f'hit_rate_{tag}'):.3f})",
                 )
             )
     else:
         e, p, d = v("ess_flow", "rmsd_C1"), v("prior", "rmsd_C1"), v("dps", "rmsd_C1")
         claims.append(
-            Claim(
+            check(
                 "C1: median RMSD(ESS-Flow) <= 0.7 x prior and <= 1.1 x DPS",
-                bool(e <= 0.7 * p and e <= 1.1 * d),
+                e <= 0.7 * p and e <= 1.1 * d,
                 f"ESS {e:.2f}, prior {p:.2f}, DPS {d:.2f} (A)",
+                inputs=[e, p, d],
             )
         )
         e2, p2 = v("ess_flow", "rmsd_C2"), v("prior", "rmsd_C2")
         claims.append(
-            Claim(
+            compare(
                 "C2: median RMSD(ESS-Flow) <= 0.8 x prior (DPS not applicable)",
-                bool(e2 <= 0.8 * p2),
-                f"ESS {e2:.2f}, prior {p2:.2f} (A); DPS: {per_seed[0].get('C2_dps')}",
+                e2,
+                "<=",
+                p2,
+                scale=0.8,
+                measured=f"ESS {e2:.2f}, prior {p2:.2f} (A); DPS: {per_seed[0].get('C2_dps')}",
             )
         )
     return rows, claims, extra

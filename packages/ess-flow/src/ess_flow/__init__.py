@@ -6,6 +6,7 @@ Elliptical slice sampling on the Gaussian source ``z`` of a deterministic genera
 
 from importlib.metadata import version as _version
 
+from ess_flow._ess_flow import ESSFlow, ESSFlowResult, elliptical_slice_step
 from ess_flow.baselines import (
     PCNResult,
     SIRResult,
@@ -38,7 +39,6 @@ from ess_flow.likelihoods import (
     SumLikelihood,
     Tempered,
 )
-from ess_flow.sampler import ESSFlow, ESSFlowResult, elliptical_slice_step
 from ess_flow.training import MLPVelocity, train_flow_matching
 
 __version__ = _version("ess-flow")

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import torch
 
+from methodkit.torch import generator as seeded_generator
+
 __all__ = [
     "PCNResult",
     "SIRResult",
@@ -28,12 +30,7 @@ LogLik = Callable[[torch.Tensor], torch.Tensor]
 def _rng(generator: torch.Generator | None, seed: int | None) -> torch.Generator:
     if generator is not None:
         return generator
-    g = torch.Generator()
-    if seed is None:
-        g.seed()
-    else:
-        g.manual_seed(int(seed))
-    return g
+    return seeded_generator(None if seed is None else int(seed))
 
 
 def _shape(source_shape: tuple[int, ...] | int) -> tuple[int, ...]:

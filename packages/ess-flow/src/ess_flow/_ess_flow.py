@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from ess_flow.diagnostics import effective_sample_size, rhat
+from methodkit.torch import generator as seeded_generator
 
 __all__ = ["ESSFlow", "ESSFlowResult", "elliptical_slice_step"]
 
@@ -511,11 +512,7 @@ class ESSFlow:
         if low_fidelity_iters > 0 and self.low_fidelity_generator is None:
             raise ValueError("low_fidelity_iters > 0 needs a low_fidelity_generator")
         if generator is None:
-            generator = torch.Generator(device=self.device)
-            if seed is None:
-                generator.seed()
-            else:
-                generator.manual_seed(int(seed))
+            generator = seeded_generator(None if seed is None else int(seed), device=self.device)
 
         from methodkit import progress as _progress
 

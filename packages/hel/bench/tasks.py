@@ -29,6 +29,7 @@ from hel import (
     load_aeon,
     sequential_digits,
 )
+from methodkit.bench import Claim, check
 from methodkit.torch import generator
 
 CONFIG: dict[str, dict[str, Any]] = {
@@ -219,6 +220,24 @@ def trivial_score(data: tuple) -> float:
     if task == "clf":
         return float(torch.bincount(yte).max()) / len(yte)
     return float(((ytr.mean(0) - yte) ** 2).mean() / yte.var())
+
+
+def gap_claim(text: str, a: list, b: list, trivial: float, clf: bool, limit: float) -> Claim:
+    """``max_seed |a - b| <= limit``; "not measured" when both sides learned nothing.
+
+    Two models at the trivial score (majority class, or the NMSE of the mean) agree without
+    telling anything about their learning rules.
+    """
+    gap = max(abs(x - y) for x, y in zip(a, b, strict=True))
+    untrained = all(v <= trivial if clf else v >= trivial for v in a + b)
+    note = f" (both at the trivial score {trivial:.4f})" if untrained else ""
+    return check(
+        text,
+        gap <= limit,
+        f"max gap {gap:.4f}{note}",
+        inputs=[*a, *b, trivial],
+        degenerate=untrained,
+    )
 
 
 _TRAINED: dict[tuple, dict[str, Any]] = {}

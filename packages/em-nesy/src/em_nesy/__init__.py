@@ -7,7 +7,8 @@ no gradients) with an M-step (soft cross-entropy to that posterior through the n
 
 from importlib.metadata import version as _version
 
-from em_nesy.core import EMNeSy, e_step, em_loss, em_loss_from_samples, nesy_nll
+from em_nesy._em_nesy import EMNeSy, e_step, em_loss, em_loss_from_samples
+from em_nesy.baselines import nesy_nll
 from em_nesy.data import AdditionDataset, load_digit_images, make_addition_dataset
 from em_nesy.engines import (
     ABCSampling,

@@ -1,4 +1,4 @@
-"""The E-step result type, the engine interface and input checks shared by every engine."""
+"""The E-step result type, the engine interface, input checks and the loss reduction they share."""
 
 from __future__ import annotations
 
@@ -126,3 +126,23 @@ def warn_if_all_invalid(valid: torch.Tensor, where: str) -> None:
             "or every sample rejected); the batch contributes nothing",
             stacklevel=3,
         )
+
+
+def reduce_valid(per_example: torch.Tensor, valid: torch.Tensor, reduction: str) -> torch.Tensor:
+    """Reduce per-example losses over the valid examples (``"mean"``, ``"sum"`` or ``"none"``).
+
+    Invalid rows count as 0; a batch with no valid example gives 0 with a warning.
+
+    Raises:
+        ValueError: If ``reduction`` is unknown.
+    """
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+    masked = torch.where(valid, per_example, torch.zeros_like(per_example))
+    if reduction == "none":
+        return masked
+    if not bool(valid.any()):
+        warnings.warn("no valid example in the batch: the loss is 0", stacklevel=3)
+        return per_example.sum() * 0.0
+    total = masked.sum()
+    return total / valid.sum() if reduction == "mean" else total

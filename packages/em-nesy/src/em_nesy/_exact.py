@@ -9,25 +9,9 @@ import numpy as np
 import torch
 
 from em_nesy._base import NEG, NEG_THRESHOLD, Logits, Posterior, log_probs
-from em_nesy.programs import MultiDigitAddition, SymbolicProgram, _addition_indicator
-
-
-def _check_program(program: Any) -> None:
-    if not isinstance(program, SymbolicProgram):
-        raise TypeError(
-            "program must implement SymbolicProgram (domains, split_labels, consistent, "
-            f"distance), got {type(program).__name__}"
-        )
-
-
-def _generator(generator: torch.Generator | int | None) -> torch.Generator | None:
-    if generator is None or isinstance(generator, torch.Generator):
-        return generator
-    if isinstance(generator, bool) or not isinstance(generator, int):
-        raise TypeError(
-            f"generator must be a torch.Generator, an int seed or None, got {generator}"
-        )
-    return torch.Generator().manual_seed(generator)
+from em_nesy._tables import addition_indicator
+from em_nesy._validation import check_program
+from em_nesy.programs import MultiDigitAddition, SymbolicProgram
 
 
 class Enumeration:
@@ -49,7 +33,7 @@ class Enumeration:
     """
 
     def __init__(self, program: SymbolicProgram, max_states: int = 1_000_000) -> None:
-        _check_program(program)
+        check_program(program)
         if max_states < 1:
             raise ValueError(f"max_states must be >= 1, got {max_states}")
         n_states = math.prod(program.domains)
@@ -131,7 +115,7 @@ def _addition_tables(
         raise ValueError(f"got {arr.shape[0]} labels for a batch of {lp.shape[0]} examples")
     possible = torch.from_numpy(program.label_possible(arr))
     s = torch.from_numpy(np.clip(arr[:, ::-1], 0, 9).copy())  # (B, N+1), LSB first
-    ind = _addition_indicator()
+    ind = addition_indicator()
     log_ind = torch.where(ind > 0, 0.0, NEG).to(lp.dtype)  # (10, 2, 2, 10, 10)
     la, lb = lp[:, :n], lp[:, n:]
     L = log_ind[s[:, :n]] + la[:, :, None, None, :, None] + lb[:, :, None, None, None, :]

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from em_nesy._base import NEG, Logits, Posterior, log_probs
-from em_nesy._exact import _check_program, _generator
+from em_nesy._validation import as_generator, check_program
 from em_nesy.programs import SymbolicProgram
 
 
@@ -22,12 +22,12 @@ class _Sampler:
         n_samples: int,
         generator: torch.Generator | int | None,
     ) -> None:
-        _check_program(program)
+        check_program(program)
         if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 1:
             raise ValueError(f"n_samples (S) must be an int >= 1, got {n_samples!r}")
         self.program = program
         self.n_samples = n_samples
-        self.generator = _generator(generator)
+        self.generator = as_generator(generator)
 
     def _weights(self, z: np.ndarray, y: Any) -> tuple[torch.Tensor, torch.Tensor]:
         """Unnormalised float64 weights ``(B, S)`` and the exact-consistency mask."""

@@ -7,7 +7,7 @@ from typing import Any
 import torch
 
 from em_nesy._base import Logits, Posterior, one_hot
-from em_nesy._exact import _generator
+from em_nesy._validation import as_generator
 
 
 def _kmax(engine: Any, logits: Logits) -> int:
@@ -76,7 +76,7 @@ class StochasticEM:
             )
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"n must be an int >= 1, got {n!r}")
-        self.engine, self.n, self.generator = engine, n, _generator(generator)
+        self.engine, self.n, self.generator = engine, n, as_generator(generator)
 
     @torch.no_grad()
     def posterior(self, logits: Logits, y: Any) -> Posterior:

@@ -232,6 +232,7 @@ class MultiDigitAddition:
         """
         import torch
 
+        from em_nesy._tables import addition_indicator
         from em_nesy.factors import FactorGraph
 
         dtype = dtype or torch.get_default_dtype()
@@ -239,7 +240,7 @@ class MultiDigitAddition:
         n = self.n_digits
         s = np.clip(arr[:, ::-1], 0, 9)  # LSB first, s[:, n] = final carry
         possible = torch.as_tensor(self.label_possible(arr))
-        table = _addition_indicator().to(dtype)  # (10 s, 2 c, 2 c', 10 a, 10 b)
+        table = addition_indicator().to(dtype)  # (10 s, 2 c, 2 c', 10 a, 10 b)
         graph = FactorGraph([10] * (2 * n) + [2] * (n + 1))
         for i in range(n):
             t = table[torch.as_tensor(s[:, i].copy())].permute(0, 3, 4, 1, 2)  # (B, a, b, c, c')
@@ -251,15 +252,3 @@ class MultiDigitAddition:
         end = end * ((last <= 1) & possible).to(dtype)[:, None]
         graph.add_factor((3 * n,), end)
         return graph
-
-
-def _addition_indicator() -> Any:
-    """Indicator tensor ``I[s, c, c', a, b] = [a + b + c == s + 10 c']`` (float64)."""
-    import torch
-
-    s = torch.arange(10).view(10, 1, 1, 1, 1)
-    c = torch.arange(2).view(1, 2, 1, 1, 1)
-    c2 = torch.arange(2).view(1, 1, 2, 1, 1)
-    a = torch.arange(10).view(1, 1, 1, 10, 1)
-    b = torch.arange(10).view(1, 1, 1, 1, 10)
-    return (a + b + c == s + 10 * c2).to(torch.float64)

@@ -1,4 +1,4 @@
-"""EM-NeSy: the E-step, the M-step loss, the training loop, and the exact-gradient baseline.
+"""EM-NeSy: the E-step, the M-step loss and the training loop (the paper's algorithm).
 
 Algorithm (one iteration on a batch ``(x, y)``):
 
@@ -10,7 +10,8 @@ Algorithm (one iteration on a batch ``(x, y)``):
    fixed, over the valid examples ``V``.
 
 Because ``grad log p(y | x) = E_{p(z | x, y)}[grad log p(z | x)]``, exact ``q`` and one M-step give
-exactly the gradient of :func:`nesy_nll` (per logit: ``softmax - q``).
+exactly the gradient of the exact-gradient baseline :func:`~em_nesy.baselines.nesy_nll` (per
+logit: ``softmax - q``).
 """
 
 from __future__ import annotations
@@ -22,11 +23,9 @@ from typing import Any
 
 import torch
 
-from em_nesy._base import InferenceEngine, Logits, Posterior, warn_if_all_invalid
-from em_nesy._exact import AdditionDP, Enumeration
-from em_nesy.programs import MultiDigitAddition, SymbolicProgram
+from em_nesy._base import InferenceEngine, Logits, Posterior, reduce_valid, warn_if_all_invalid
 
-__all__ = ["EMNeSy", "Posterior", "e_step", "em_loss", "em_loss_from_samples", "nesy_nll"]
+__all__ = ["EMNeSy", "Posterior", "e_step", "em_loss", "em_loss_from_samples"]
 
 
 def _detach(logits: Logits) -> Logits:
@@ -57,19 +56,6 @@ def e_step(logits: Logits, y: Any, engine: InferenceEngine) -> Posterior:
     return post
 
 
-def _reduce(per_example: torch.Tensor, valid: torch.Tensor, reduction: str) -> torch.Tensor:
-    if reduction not in ("mean", "sum", "none"):
-        raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
-    masked = torch.where(valid, per_example, torch.zeros_like(per_example))
-    if reduction == "none":
-        return masked
-    if not bool(valid.any()):
-        warnings.warn("no valid example in the batch: the loss is 0", stacklevel=3)
-        return per_example.sum() * 0.0
-    total = masked.sum()
-    return total / valid.sum() if reduction == "mean" else total
-
-
 def em_loss(logits: Logits, posterior: Posterior, reduction: str = "mean") -> torch.Tensor:
     """M-step objective: soft cross-entropy to the posterior marginals over valid examples.
 
@@ -95,7 +81,7 @@ def em_loss(logits: Logits, posterior: Posterior, reduction: str = "mean") -> to
             )
         qt = q[:, :, : logits.shape[2]].to(logits)
         per_example = -(qt * logits.log_softmax(-1)).sum(dim=(1, 2))
-        return _reduce(per_example, posterior.valid.to(per_example.device), reduction)
+        return reduce_valid(per_example, posterior.valid.to(per_example.device), reduction)
     parts = list(logits)
     if len(parts) != q.shape[1] or parts[0].shape[0] != q.shape[0]:
         raise ValueError(
@@ -106,7 +92,7 @@ def em_loss(logits: Logits, posterior: Posterior, reduction: str = "mean") -> to
     for i, t in enumerate(parts):
         qi = q[:, i, : t.shape[1]].to(t)
         per_example = per_example - (qi * t.log_softmax(-1)).sum(-1)
-    return _reduce(per_example, posterior.valid.to(per_example.device), reduction)
+    return reduce_valid(per_example, posterior.valid.to(per_example.device), reduction)
 
 
 def em_loss_from_samples(
@@ -138,44 +124,7 @@ def em_loss_from_samples(
             f"expected {tuple(posterior.weights.shape)}"
         )
     per_example = -(posterior.weights.detach().to(logp) * logp).sum(dim=1)
-    return _reduce(per_example, posterior.valid.to(per_example.device), reduction)
-
-
-def nesy_nll(
-    logits: Logits, y: Any, program: SymbolicProgram, reduction: str = "mean"
-) -> torch.Tensor:
-    """Exact-gradient NeSy baseline: differentiable ``-log p(y | x)``.
-
-    Uses the log-space carry recursion for :class:`MultiDigitAddition` and enumeration
-    (within ``Enumeration``'s default ``max_states``) for any other program. Examples with
-    ``p(y | x) = 0`` are excluded, as in the E-step.
-
-    Args:
-        logits: ``(B, n, K)`` logits with gradients (or a list of ``(B, K_i)`` for
-            non-addition programs with mixed domains).
-        y: Labels.
-        program: The symbolic program.
-        reduction: ``"mean"`` over valid examples, ``"sum"`` or ``"none"``.
-
-    Returns:
-        The negative log-likelihood.
-
-    Raises:
-        ValueError: If enumeration would exceed its state limit, or on bad shapes.
-    """
-    if isinstance(program, MultiDigitAddition):
-        if not isinstance(logits, torch.Tensor):
-            raise TypeError("addition logits must be one (B, 2N, 10) tensor")
-        log_lik = AdditionDP(program).log_likelihood(logits, y)
-        valid = torch.from_numpy(program.label_possible(y))
-    else:
-        log_lik = Enumeration(program).log_likelihood(logits, y)
-        valid = torch.ones_like(log_lik, dtype=torch.bool)
-    from em_nesy._base import NEG_THRESHOLD
-
-    valid = valid.to(log_lik.device) & (log_lik.detach() > NEG_THRESHOLD)
-    warn_if_all_invalid(valid, "nesy_nll")
-    return _reduce(-log_lik, valid, reduction)
+    return reduce_valid(per_example, posterior.valid.to(per_example.device), reduction)
 
 
 class EMNeSy:

@@ -1,35 +1,36 @@
-"""Multi-digit addition benchmark: training runs, E-step timings and memory probes.
+"""Multi-digit addition benchmark: one training run, E-step timings and memory probes.
 
-``python -m em_nesy.benchmark [--quick] [--digits 1 2 4 15] [--seed S] [--out f.json]`` trains
-EM with the exact DP engine and the exact-gradient baseline and writes raw results as JSON;
-``bench/run.py`` in the source tree runs the full reproduction on top of these functions.
+Benchmark code (``bench/``), not part of the em-nesy wheel; ``bench/run.py`` runs the
+reproduction on top of these functions.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import resource
 import time
 from typing import Any
 
 import numpy as np
 import torch
 
-from em_nesy._base import warn_if_all_invalid
-from em_nesy.core import e_step, em_loss, nesy_nll
-from em_nesy.data import load_digit_images, make_addition_dataset
-from em_nesy.engines import (
+from em_nesy import (
     ABCSampling,
     AdditionDP,
     BeliefPropagation,
+    DigitMLP,
     Enumeration,
     HardEM,
+    MultiDigitAddition,
     RejectionSampling,
+    digit_accuracy,
+    e_step,
+    em_loss,
+    load_digit_images,
+    make_addition_dataset,
+    nesy_nll,
+    sum_accuracy,
 )
-from em_nesy.metrics import digit_accuracy, sum_accuracy
-from em_nesy.models import DigitMLP
-from em_nesy.programs import MultiDigitAddition
+from em_nesy._base import warn_if_all_invalid
+from methodkit.torch import generator
 
 METHODS = (
     "em_dp",
@@ -168,7 +169,7 @@ def estep_time(method: str, n_digits: int, batch_size: int = 32, repeats: int = 
     its backward through the carry recursion. Random logits, median over ``repeats``.
     """
     program = MultiDigitAddition(n_digits)
-    gen = torch.Generator().manual_seed(n_digits)
+    gen = generator(n_digits)
     logits = torch.randn(batch_size, 2 * n_digits, 10, generator=gen)
     digits = torch.randint(0, 10, (batch_size, 2 * n_digits), generator=gen).numpy()
     y = torch.from_numpy(program.sum_digits(digits))
@@ -189,7 +190,7 @@ def saved_tensor_bytes(method: str, n_digits: int, batch_size: int = 32) -> int:
     """Bytes the autograd graph of one training step keeps for backward (EM vs exact gradient)."""
     program = MultiDigitAddition(n_digits)
     model = _init_model(0)
-    gen = torch.Generator().manual_seed(0)
+    gen = generator(0)
     x = torch.rand(batch_size, 2 * n_digits, 8, 8, generator=gen)
     digits = torch.randint(0, 10, (batch_size, 2 * n_digits), generator=gen).numpy()
     y = torch.from_numpy(program.sum_digits(digits))
@@ -209,61 +210,25 @@ def saved_tensor_bytes(method: str, n_digits: int, batch_size: int = 32) -> int:
     return total[0]
 
 
-def memory_probe(method: str, n_digits: int, batch_size: int = 32, steps: int = 20) -> dict:
-    """Peak-RSS increase (MiB) over ``steps`` training steps; run it in a fresh process."""
+def memory_run(method: str, n_digits: int, batch_size: int = 32, steps: int = 20) -> None:
+    """``steps`` training steps of one method: what :func:`methodkit.bench.peak_memory` runs.
+
+    Module-level so that a spawned process can unpickle it; builds its own model and batches.
+    """
     program = MultiDigitAddition(n_digits)
     model = _init_model(0)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     engine = make_engine(method, program, 0)
-    gen = torch.Generator().manual_seed(0)
-    batches = []
+    gen = generator(0)
     for _ in range(steps):
         x = torch.rand(batch_size, 2 * n_digits, 8, 8, generator=gen)
         digits = torch.randint(0, 10, (batch_size, 2 * n_digits), generator=gen).numpy()
-        batches.append((x, torch.from_numpy(program.sum_digits(digits))))
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    for x, y in batches:
+        y = torch.from_numpy(program.sum_digits(digits))
         logits = model(x)
-        loss = nesy_nll(logits, y, program) if engine is None else em_loss(
-            logits, e_step(logits, y, engine))  # fmt: skip
+        if engine is None:
+            loss = nesy_nll(logits, y, program)
+        else:
+            loss = em_loss(logits, e_step(logits, y, engine))
         opt.zero_grad()
         loss.backward()
         opt.step()
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return {"method": method, "n_digits": n_digits, "peak_rss_increase_mib": (peak - base) / 1024}
-
-
-def main(argv: list[str] | None = None) -> None:
-    """Command-line entry point (see the module docstring)."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="3 epochs, N in {1, 2}")
-    parser.add_argument("--digits", type=int, nargs="+", default=None)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", default=None, help="JSON file for the raw results")
-    parser.add_argument("--memory", default=None, help="only run memory_probe for this method")
-    parser.add_argument("--threads", type=int, default=1)
-    args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
-    digits = args.digits or ([1, 2] if args.quick else [1, 2, 4, 15])
-    if args.memory:
-        results: Any = [memory_probe(args.memory, n) for n in digits]
-    else:
-        splits = load_digit_images()
-        epochs = {1: 10, 2: 10, 4: 10}
-        results = [
-            train_addition(m, n, args.seed, 3 if args.quick else epochs.get(n, 8), splits=splits)
-            for n in digits
-            for m in ("em_dp", "exact_gradient")
-        ]
-    text = json.dumps(results, indent=1)
-    if args.out:
-        with open(args.out, "w") as fh:
-            fh.write(text)
-    else:
-        import sys
-
-        sys.stdout.write(text + "\n")
-
-
-if __name__ == "__main__":
-    main()

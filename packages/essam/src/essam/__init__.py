@@ -7,7 +7,7 @@ functions (extra ``essam[hf]``); ``essam.baselines`` holds the GRPO baselines.
 
 from importlib.metadata import version as _version
 
-from essam.optimizer import ESSAM, ESSAMStepInfo, shape_rewards
+from essam._essam import ESSAM, ESSAMStepInfo, shape_rewards
 from essam.trainer import ESSAMConfig, ESSAMTrainer
 
 __version__ = _version("essam")

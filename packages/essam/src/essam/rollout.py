@@ -8,6 +8,8 @@ from typing import Any
 
 import torch
 
+from methodkit.torch import generator
+
 __all__ = ["generate"]
 
 
@@ -57,8 +59,7 @@ def generate(
     eos = tokenizer.eos_token_id
     gen = None
     if temperature > 0:
-        gen = torch.Generator(device=device)
-        gen.manual_seed(0 if seed is None else int(seed))
+        gen = generator(0 if seed is None else int(seed), device=device)
     was_training = model.training
     model.eval()
     try:

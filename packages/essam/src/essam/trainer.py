@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from essam.optimizer import ESSAM
+from essam._essam import ESSAM
 
 __all__ = ["ESSAMConfig", "ESSAMTrainer"]
 

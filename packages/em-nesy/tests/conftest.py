@@ -1,5 +1,3 @@
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -9,12 +7,6 @@ import torch
 from em_nesy import MultiDigitAddition
 
 HERE = Path(__file__).resolve().parent
-
-# tests/reference.py under a name no other package's tests use: all packages share one run.
-_spec = importlib.util.spec_from_file_location("em_nesy_reference", HERE / "reference.py")
-_reference = importlib.util.module_from_spec(_spec)
-sys.modules["em_nesy_reference"] = _reference
-_spec.loader.exec_module(_reference)
 
 
 @pytest.fixture

@@ -1,8 +1,4 @@
-"""Float64 brute-force references the engines are tested against, written from the definitions.
-
-Loaded by ``conftest.py`` as the module ``em_nesy_reference`` (every package's tests share one
-pytest run, so a plain ``reference`` would collide).
-"""
+"""Float64 brute-force references the engines are tested against, written from the definitions."""
 
 import itertools
 

@@ -3,7 +3,6 @@
 import numpy as np
 import pytest
 import torch
-from em_nesy_reference import brute_force_posterior, fisher_logit_gradient
 
 from em_nesy import (
     AdditionDP,
@@ -18,6 +17,7 @@ from em_nesy import (
     em_loss,
     nesy_nll,
 )
+from reference import brute_force_posterior, fisher_logit_gradient
 
 
 @pytest.mark.parametrize("n_digits", [1, 2])

@@ -1,6 +1,6 @@
 """Shared helpers for the ema-nesterov tests, exposed as the fixture ``h``.
 
-``tests/reference.py`` is loaded as ``ema_nesterov_reference``, and the benchmark's own modules
+The benchmark's own modules
 (``bench/quadratic.py``, ``bench/lm.py``, tested by ``test_bench_quadratic_lm.py``) as
 ``ema_nesterov_bench_quadratic`` / ``ema_nesterov_bench_lm``: every package's tests share one
 pytest run, so plain names would collide.
@@ -25,7 +25,6 @@ def _load(name, path):
     return module
 
 
-_load("ema_nesterov_reference", HERE / "reference.py")
 _load("ema_nesterov_bench_quadratic", HERE.parent / "bench" / "quadratic.py")
 _load("ema_nesterov_bench_lm", HERE.parent / "bench" / "lm.py")
 

@@ -1,8 +1,4 @@
-"""Float64 references the tests compare the wrappers with, written from the equations.
-
-Loaded by ``conftest.py`` as the module ``ema_nesterov_reference`` (every package's tests share
-one pytest run, so a plain ``reference`` would collide).
-"""
+"""Float64 references the tests compare the wrappers with, written from the equations."""
 
 import copy
 from collections.abc import Iterator

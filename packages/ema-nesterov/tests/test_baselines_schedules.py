@@ -4,7 +4,6 @@ import copy
 
 import pytest
 import torch
-from ema_nesterov_reference import lookahead_iterates
 
 from ema_nesterov import (
     BetaScheduler,
@@ -13,6 +12,7 @@ from ema_nesterov import (
     constant_schedule,
     wsd_lookahead_schedule,
 )
+from reference import lookahead_iterates
 
 
 def test_lookahead_matches_reference_recurrence():

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 import torch
-from ema_nesterov_reference import base_step_from, nag_iterates
 
 from ema_nesterov import EMANesterov, NesterovLookahead
+from reference import base_step_from, nag_iterates
 
 BASES = {
     "sgd_momentum": lambda ps: torch.optim.SGD(ps, lr=0.05, momentum=0.9),

@@ -1,19 +1,12 @@
-import importlib.util
 import math
-import pathlib
 
 import pytest
 import torch
 
+import reference
 from engine_zo import LOZO, Engine, HiZOO, MeZO, SubZero, ZOAdam
 from methodkit import zo
 from methodkit.bench import ForwardCounter
-
-_spec = importlib.util.spec_from_file_location(
-    "engine_zo_reference", pathlib.Path(__file__).with_name("reference.py")
-)
-reference = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(reference)
 
 
 @pytest.mark.parametrize(

@@ -1,20 +1,13 @@
 import copy
-import importlib.util
 import json
-import pathlib
 
 import pytest
 import torch
 
+import reference
 from engine_zo import LOZO, Engine, LowRankSampler, MeZO, SubspaceSampler
 from methodkit import zo
 from methodkit.bench import ForwardCounter
-
-_spec = importlib.util.spec_from_file_location(
-    "engine_zo_reference", pathlib.Path(__file__).with_name("reference.py")
-)
-reference = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(reference)
 
 
 def _mlp(seed=0):

@@ -1,7 +1,4 @@
-"""References written from the equations, with one central server: what ERIS must reproduce.
-
-Loaded by ``conftest.py`` as ``eris_fl_reference`` (every package's tests share one run).
-"""
+"""References written from the equations, with one central server: what ERIS must reproduce."""
 
 import torch
 

@@ -4,7 +4,6 @@ import math
 
 import pytest
 import torch
-from eris_fl_reference import centralised_diana
 
 from _eris_helpers import make_clients, make_mlp
 from eris_fl import (
@@ -18,6 +17,7 @@ from eris_fl import (
     run_fedavg,
     run_simulation,
 )
+from reference import centralised_diana
 
 
 @pytest.mark.parametrize("comp", [RandK(0.25), StochasticQuant(2)])

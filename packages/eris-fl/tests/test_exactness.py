@@ -2,10 +2,10 @@
 
 import pytest
 import torch
-from eris_fl_reference import hand_fedavg
 
 from _eris_helpers import make_clients, make_mlp
 from eris_fl import ERISConfig, FedAvgConfig, LocalTrainer, flatten, run_fedavg, run_simulation
+from reference import hand_fedavg
 
 ROUNDS = 5
 

@@ -2,10 +2,10 @@
 
 import numpy as np
 import pytest
-from esensc_reference import CountingModel, brute_force_shapley
 
 import esensc
 from esensc.maskers import Baseline, Independent
+from reference import CountingModel, brute_force_shapley
 
 
 def mlp_like(Z):

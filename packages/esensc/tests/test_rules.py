@@ -2,9 +2,9 @@
 
 import numpy as np
 import pytest
-from esensc_reference import brute_force_shapley, four_values, game_from_dividends
 
 from esensc import RULES, esensc_values, shapley_from_values
+from reference import brute_force_shapley, four_values, game_from_dividends
 
 
 def random_game(rng, n):

@@ -16,9 +16,9 @@ import math
 import numpy as np
 import pytest
 import torch
-from ess_flow_reference import linear_gaussian_posterior, linear_gaussian_problem
 
 from ess_flow import ESSFlow, GaussianLikelihood, effective_sample_size
+from reference import linear_gaussian_posterior, linear_gaussian_problem
 
 D = 4
 SIGMA = 0.7

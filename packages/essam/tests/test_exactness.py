@@ -1,18 +1,10 @@
 """ES / ESSAM / accelerated ESSAM against the dense float64 reference (tests/reference.py)."""
 
-import importlib.util
-import pathlib
-
 import pytest
 import torch
 
+import reference
 from essam import ESSAM
-
-_spec = importlib.util.spec_from_file_location(
-    "essam_reference", pathlib.Path(__file__).with_name("reference.py")
-)
-reference = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(reference)
 
 CASES = [
     ("es", 0.0, 0),

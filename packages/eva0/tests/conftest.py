@@ -1,27 +1,7 @@
-"""eva0 test set-up: one thread, small models, and ``tests/reference.py`` as ``eva0_reference``.
-
-The reference module is registered under a package-specific name so that it never collides
-with another package's ``tests/reference.py`` when several suites run in one session.
-"""
-
-import importlib.util
-import sys
-from pathlib import Path
+"""eva0 test set-up: one thread and small models."""
 
 import pytest
 import torch
-
-
-def _load_reference():
-    spec = importlib.util.spec_from_file_location(
-        "eva0_reference", Path(__file__).with_name("reference.py")
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-
-
-_load_reference()
 
 
 @pytest.fixture(autouse=True)

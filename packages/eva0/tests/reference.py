@@ -1,4 +1,4 @@
-"""Brute-force references the tests check eva0 against (loaded by conftest as ``eva0_reference``).
+"""Brute-force references the tests check eva0 against.
 
 Each function recomputes one quantity the slow, obvious way: one sample at a time, with
 autograd, or from the textbook formula, in the dtype of its inputs (float64 in the tests).

@@ -1,10 +1,10 @@
 import sys
 
-import eva0_reference as reference
 import numpy as np
 import pytest
 import torch
 
+import reference
 from eva0._cmaes import CMAES
 from eva0.baselines import FOA, DeYO, NoAdapt, Tent, ZOShared, patch_shuffle
 from eva0.losses import entropy

@@ -1,9 +1,9 @@
 import math
 
-import eva0_reference as reference
 import pytest
 import torch
 
+import reference
 from eva0.losses import entropy, scale_invariant_entropy
 
 

@@ -1,9 +1,9 @@
 import math
 
-import eva0_reference as reference
 import pytest
 import torch
 
+import reference
 from eva0 import EVA0
 from eva0.perturb import PerSampleNorm, per_sample_call
 from methodkit import zo

@@ -1,6 +1,6 @@
 """References the tests check hel against, and the float64 models and batches they use.
 
-Loaded by conftest as ``hel_reference``. ``bptt_loss``/``bptt_grads`` are autograd through
+``bptt_loss``/``bptt_grads`` are autograd through
 the unrolled network (BPTT, the reference of every estimator); ``immediate_gradient`` and
 ``eprop_brute_force`` recompute truncated BPTT with k = 1 and e-prop step by step with
 autograd Jacobians.

@@ -3,7 +3,6 @@ import copy
 import numpy as np
 import pytest
 import torch
-from hel_reference import cell_grads, make_batch, make_model
 
 from hel import (
     BPTT,
@@ -24,6 +23,7 @@ from hel import (
     sequential_digits,
     to_batch_first,
 )
+from reference import cell_grads, make_batch, make_model
 
 
 def _all_estimators(model, loss):

@@ -4,7 +4,10 @@ import itertools
 
 import pytest
 import torch
-from hel_reference import (
+
+from hel import BPTT, EchoLearning, EProp, HamiltonianEcho, TruncatedBPTT
+from methodkit.testing import assert_grad_matches_autograd, relative_error
+from reference import (
     bptt_grads,
     bptt_loss,
     cell_grads,
@@ -13,9 +16,6 @@ from hel_reference import (
     make_batch,
     make_model,
 )
-
-from hel import BPTT, EchoLearning, EProp, HamiltonianEcho, TruncatedBPTT
-from methodkit.testing import assert_grad_matches_autograd, relative_error
 
 READOUTS = ["mean", "last", "sequence"]
 

@@ -7,7 +7,6 @@ import pytest
 
 from methodkit.data import (
     PINNED_SHA256,
-    digits_images,
     load_digits_arrays,
     load_stdlib_text,
     split_digits,
@@ -40,9 +39,6 @@ def test_digits_arrays():
     assert X.min() >= 0.0
     assert X.max() <= 1.0
     assert set(np.unique(y)) == set(range(10))
-    images, _ = digits_images(np.float64)
-    assert images.shape == (1797, 8, 8)
-    assert images.dtype == np.float64
 
 
 def test_split_is_stratified_disjoint_and_seeded():

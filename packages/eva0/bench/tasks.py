@@ -16,7 +16,7 @@ from eva0 import EVA0
 from eva0.baselines import FOA, DeYO, NoAdapt, Tent, ZOShared
 from eva0.corruptions import corrupt
 from eva0.models import tiny_vit
-from methodkit.data import digits_images
+from methodkit.data import load_digits_arrays
 from methodkit.torch import generator
 
 TEST_CORRUPTIONS = [
@@ -46,7 +46,8 @@ MEMORY_METHODS = ["NoAdapt", "Tent", "FOA", "EVA-0"]
 
 def digits16() -> tuple[Any, Any, Any, Any]:
     """1,200 train / 597 test digits, [0, 1], bilinearly upsampled to 16x16 (seed 0 split)."""
-    X, y = digits_images()
+    X, y = load_digits_arrays()
+    X = X.reshape(-1, 8, 8)
     perm = np.random.default_rng(0).permutation(len(y))
     X16 = torch.nn.functional.interpolate(
         torch.as_tensor(X).unsqueeze(1), size=(16, 16), mode="bilinear", align_corners=False

@@ -7,21 +7,15 @@ tables come from the committed records through ``python -m methodkit.bench.readm
 Plotting needs ``methodkit[bench]`` (matplotlib); memory measurement needs torch.
 """
 
-from methodkit.bench._claims import check, compare, missing_inputs
+from methodkit.bench._claims import check, compare
 from methodkit.bench._cli import bench_parser, set_threads
 from methodkit.bench._memory import ForwardCounter, peak_memory
 from methodkit.bench._plot import plot_results
 from methodkit.bench._record import (
-    FAILED,
-    HELD,
-    NOT_MEASURED,
-    SCHEMA_VERSION,
     BenchRecord,
     Claim,
     ResultRow,
-    claim_status,
     environment,
-    load_average,
     load_record,
     save_record,
     validate_record,
@@ -30,10 +24,6 @@ from methodkit.bench._suite import Outcome, enforce_measured, run_suite, summari
 from methodkit.bench._table import claims_table, md_cell, records_table
 
 __all__ = [
-    "FAILED",
-    "HELD",
-    "NOT_MEASURED",
-    "SCHEMA_VERSION",
     "BenchRecord",
     "Claim",
     "ForwardCounter",
@@ -41,15 +31,12 @@ __all__ = [
     "ResultRow",
     "bench_parser",
     "check",
-    "claim_status",
     "claims_table",
     "compare",
     "enforce_measured",
     "environment",
-    "load_average",
     "load_record",
     "md_cell",
-    "missing_inputs",
     "peak_memory",
     "plot_results",
     "records_table",

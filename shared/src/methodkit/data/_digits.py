@@ -29,14 +29,6 @@ def load_digits_arrays(
     return (X / 16.0).astype(dtype), y
 
 
-def digits_images(
-    dtype: type[np.floating] = np.float32,
-) -> tuple[NDArray[np.floating], NDArray[np.int64]]:
-    """Return ``(images, y)``: images of shape (1797, 8, 8) scaled to [0, 1]."""
-    X, y = load_digits_arrays(dtype)
-    return X.reshape(-1, 8, 8), y
-
-
 def split_digits(
     test_fraction: float = 0.25,
     random_state: SeedLike = 0,

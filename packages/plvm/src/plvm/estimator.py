@@ -1,0 +1,302 @@
+"""``PLVMClassifier``: the neural PLVM as a scikit-learn estimator over a :class:`TraceSet`."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, ClassifierMixin
+
+from plvm._plvm import PLVM
+from plvm._validation import (
+    DECODERS,
+    ENCODERS,
+    FUSIONS,
+    check_binary,
+    check_choice,
+    check_latent_dim,
+)
+from plvm.traces import TraceSet
+
+__all__ = ["PLVMClassifier"]
+
+
+class PLVMClassifier(ClassifierMixin, BaseEstimator):
+    """Predict a target strategy from partial source traces with a :class:`~plvm.PLVM`.
+
+    Training: Adam on the negative ELBO of :class:`~plvm.PLVM` (KL warm-up over the first
+    ``kl_warmup`` share of steps), a stratified validation split and early stopping on the
+    validation log-loss (the best epoch's weights are kept).
+
+    Args:
+        latent_dim: ``D``.
+        encoder: ``"deepsets"`` or ``"gru"``.
+        fusion: ``"poe"``, ``"moe"`` or ``"concat"``.
+        decoder: ``"switch_policy"`` or ``"switch_policy+gaussian"``.
+        hidden: MLP width.
+        lambda_y: Label weight.
+        epochs: Maximum epochs.
+        batch_size: Persons per step.
+        lr: Adam learning rate.
+        weight_decay: Adam weight decay.
+        kl_warmup: Share of the steps over which the KL weight grows from 0 to 1.
+        validation_fraction: Share of the labelled persons held out for early stopping
+            (0 disables it).
+        patience: Epochs without a better validation loss before stopping.
+        max_len: Events kept per trace (the first ``max_len``).
+        allow_missing: If True a person with no events in any requested task gets the prior;
+            else predicting for such a person raises.
+        random_state: Seed of the weights, the split, the batches and the noise.
+        device: Torch device (default CPU); data follow the model there.
+
+    Attributes:
+        model_: The trained :class:`~plvm.PLVM`; ``source_tasks_``; ``classes_``;
+        ``history_``: per-epoch ``(train_loss, val_log_loss)``; ``best_epoch_``.
+
+    Example:
+        >>> from plvm.sim import simulate_population
+        >>> st = simulate_population(60, "complementary", seed=0)
+        >>> src = st.traces.truncate(frac=0.25).select_tasks(["A", "B"])
+        >>> clf = PLVMClassifier(epochs=2).fit(src, st.y)
+        >>> clf.predict_proba(src).shape
+        (60, 2)
+    """
+
+    def __init__(
+        self,
+        latent_dim: int = 2,
+        encoder: str = "deepsets",
+        fusion: str = "poe",
+        decoder: str = "switch_policy",
+        hidden: int = 32,
+        lambda_y: float = 10.0,
+        epochs: int = 100,
+        batch_size: int = 128,
+        lr: float = 3e-3,
+        weight_decay: float = 0.0,
+        kl_warmup: float = 0.1,
+        validation_fraction: float = 0.2,
+        patience: int = 15,
+        max_len: int | None = 40,
+        allow_missing: bool = False,
+        random_state: int = 0,
+        device: str | None = None,
+    ) -> None:
+        self.latent_dim = latent_dim
+        self.encoder = encoder
+        self.fusion = fusion
+        self.decoder = decoder
+        self.hidden = hidden
+        self.lambda_y = lambda_y
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.kl_warmup = kl_warmup
+        self.validation_fraction = validation_fraction
+        self.patience = patience
+        self.max_len = max_len
+        self.allow_missing = allow_missing
+        self.random_state = random_state
+        self.device = device
+
+    # ------------------------------------------------------------------ data
+    def _batch(
+        self, traces: TraceSet, tasks: Sequence[str], idx: np.ndarray | None = None
+    ) -> dict[str, object]:
+        dev = torch.device(self.device or "cpu")
+        X, M = {}, {}
+        for t in tasks:
+            x, m = traces.featurize(t, self.max_len)
+            if idx is not None:
+                x, m = x[idx], m[idx]
+            X[t] = torch.as_tensor(x, device=dev)
+            M[t] = torch.as_tensor(m, device=dev)
+        return {"X": X, "mask": M}
+
+    def _check_traces(self, traces: object, tasks: Sequence[str]) -> None:
+        if not isinstance(traces, TraceSet):
+            raise TypeError(f"traces must be a plvm.TraceSet, got {type(traces).__name__}")
+        traces.check_tasks(tasks)
+
+    def _check_coverage(self, traces: TraceSet, tasks: Sequence[str]) -> None:
+        any_present = np.zeros(len(traces), dtype=bool)
+        for t in tasks:
+            any_present |= traces.present(t)
+        if not any_present.all() and not self.allow_missing:
+            bad = traces.person_ids[~any_present][:5].tolist()
+            raise ValueError(
+                f"{int((~any_present).sum())} person(s) have no events in any of the source "
+                f"tasks {list(tasks)} (e.g. {bad}); pass allow_missing=True to give them the "
+                "prior"
+            )
+
+    # ------------------------------------------------------------------ fit
+    def fit(
+        self, traces: TraceSet, y: object, source_tasks: Sequence[str] | None = None
+    ) -> PLVMClassifier:
+        """Train on ``traces`` of ``source_tasks`` (default: all tasks of ``traces``).
+
+        Args:
+            traces: Partial source traces.
+            y: 0/1 target labels, ``(N,)``; NaN marks an unlabelled person (semi-supervised).
+            source_tasks: Tasks to encode and fuse.
+        """
+        check_latent_dim(self.latent_dim)
+        check_choice(self.encoder, ENCODERS, "encoder")
+        check_choice(self.fusion, FUSIONS, "fusion")
+        check_choice(self.decoder, DECODERS, "decoder")
+        tasks = list(traces.tasks if source_tasks is None else source_tasks)
+        self._check_traces(traces, tasks)
+        yy = check_binary(y, "y", allow_missing=True)
+        if len(yy) != len(traces):
+            raise ValueError(f"y has {len(yy)} labels for {len(traces)} persons")
+        lab = ~np.isnan(yy)
+        if len(np.unique(yy[lab])) < 2:
+            raise ValueError("y needs both classes among the labelled persons")
+        self._check_coverage(traces, tasks)
+        self.source_tasks_ = tasks
+        self.classes_ = np.array([0, 1])
+        rng = np.random.default_rng(self.random_state)
+        n = len(traces)
+        val = np.zeros(n, dtype=bool)
+        if self.validation_fraction > 0:
+            for c in (0.0, 1.0):  # stratified split of the labelled persons
+                ids = np.flatnonzero(yy == c)
+                k = round(self.validation_fraction * len(ids))
+                val[rng.choice(ids, k, replace=False)] = True
+        train = np.flatnonzero(~val)
+        data = self._batch(traces, tasks)
+        dev = torch.device(self.device or "cpu")
+        y_t = torch.as_tensor(yy, dtype=torch.float32, device=dev)
+        n_feat = next(iter(data["X"].values())).shape[-1]  # type: ignore[union-attr]
+        with torch.random.fork_rng(devices=[]):  # seeded weights without touching global RNG
+            torch.manual_seed(self.random_state)
+            model = PLVM(
+                tasks, n_feat, self.latent_dim, self.encoder, self.fusion, self.decoder,
+                self.hidden, self.lambda_y,
+            )  # fmt: skip
+        model.to(dev)
+        self._set_scaling(model, data, train)
+        gen = torch.Generator(device=dev).manual_seed(self.random_state)
+        self.model_ = model
+        self._train(model, data, y_t, train, np.flatnonzero(val), rng, gen)
+        return self
+
+    @staticmethod
+    def _set_scaling(model: PLVM, data: dict[str, object], rows: np.ndarray) -> None:
+        feats = [
+            data["X"][t][rows][data["mask"][t][rows]]  # type: ignore[index]
+            for t in model.tasks
+        ]
+        allf = torch.cat(feats, 0)
+        if len(allf):
+            model.feat_loc.copy_(allf.mean(0))
+            model.feat_scale.copy_(allf.std(0).clamp(min=1e-3))
+
+    @staticmethod
+    def _take(data: dict[str, object], y: torch.Tensor, idx: np.ndarray) -> dict[str, object]:
+        ii = torch.as_tensor(idx, device=y.device)
+        return {
+            "X": {t: v[ii] for t, v in data["X"].items()},  # type: ignore[union-attr]
+            "mask": {t: v[ii] for t, v in data["mask"].items()},  # type: ignore[union-attr]
+            "y": y[ii],
+        }
+
+    def _train(
+        self,
+        model: PLVM,
+        data: dict[str, object],
+        y: torch.Tensor,
+        train: np.ndarray,
+        val: np.ndarray,
+        rng: np.random.Generator,
+        gen: torch.Generator,
+    ) -> None:
+        opt = torch.optim.Adam(model.parameters(), lr=self.lr, weight_decay=self.weight_decay)
+        steps_per_epoch = max(1, int(np.ceil(len(train) / self.batch_size)))
+        warm = max(1, int(self.kl_warmup * self.epochs * steps_per_epoch))
+        vb = self._take(data, y, val) if len(val) else None
+        best, best_state, bad, step = np.inf, None, 0, 0
+        self.history_: list[tuple[float, float]] = []
+        self.best_epoch_ = self.epochs - 1
+        for epoch in range(self.epochs):
+            model.train()
+            perm = rng.permutation(train)
+            losses = []
+            for s in range(steps_per_epoch):
+                b = self._take(data, y, perm[s * self.batch_size : (s + 1) * self.batch_size])
+                loss = -model.elbo(b, gen, kl_weight=min(1.0, step / warm))
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                losses.append(loss.item())
+                step += 1
+            vl = self._val_loss(model, vb) if vb is not None else np.nan
+            self.history_.append((float(np.mean(losses)), vl))
+            if vb is None:
+                continue
+            if vl < best - 1e-5:
+                best, bad, self.best_epoch_ = vl, 0, epoch
+                best_state = copy.deepcopy(model.state_dict())
+            else:
+                bad += 1
+                if bad >= self.patience:
+                    break
+        if best_state is not None:
+            model.load_state_dict(best_state)
+        model.eval()
+
+    @staticmethod
+    @torch.no_grad()
+    def _val_loss(model: PLVM, vb: dict[str, object]) -> float:
+        model.eval()
+        p = model.predict_proba(vb).clamp(1e-6, 1 - 1e-6)
+        y = vb["y"]
+        return float(-(y * p.log() + (1 - y) * (1 - p).log()).mean())  # type: ignore[operator]
+
+    # ------------------------------------------------------------------ predict
+    def _tasks(self, traces: TraceSet, tasks: Sequence[str] | None) -> list[str]:
+        if not hasattr(self, "model_"):
+            raise ValueError("PLVMClassifier is not fitted; call fit first")
+        tasks = list(self.source_tasks_ if tasks is None else tasks)
+        unknown = [t for t in tasks if t not in self.source_tasks_]
+        if unknown:
+            raise ValueError(
+                f"unknown task(s) {unknown}; the model was fitted on {self.source_tasks_}"
+            )
+        self._check_traces(traces, tasks)
+        self._check_coverage(traces, tasks)
+        return tasks
+
+    def _full_batch(self, traces: TraceSet, tasks: list[str]) -> dict[str, object]:
+        # tasks not requested are fed as empty traces (their experts drop out)
+        b = self._batch(traces, tasks)
+        ref = next(iter(b["mask"].values()))  # type: ignore[union-attr]
+        for t in self.source_tasks_:
+            if t not in tasks:
+                nf = next(iter(b["X"].values())).shape[-1]  # type: ignore[union-attr]
+                b["X"][t] = torch.zeros((len(traces), 1, nf), device=ref.device)  # type: ignore[index]
+                b["mask"][t] = torch.zeros((len(traces), 1), dtype=torch.bool, device=ref.device)  # type: ignore[index]
+        return b
+
+    @torch.no_grad()
+    def predict_proba(self, traces: TraceSet, tasks: Sequence[str] | None = None) -> np.ndarray:
+        """``(N, 2)`` probabilities from the traces of ``tasks`` (default: all source tasks)."""
+        tasks = self._tasks(traces, tasks)
+        p = self.model_.predict_proba(self._full_batch(traces, tasks), tasks)
+        p = p.double().cpu().numpy()
+        return np.stack([1.0 - p, p], 1)
+
+    def predict(self, traces: TraceSet, tasks: Sequence[str] | None = None) -> np.ndarray:
+        """0/1 predictions (probability > 0.5)."""
+        return (self.predict_proba(traces, tasks)[:, 1] > 0.5).astype(int)
+
+    @torch.no_grad()
+    def transform(self, traces: TraceSet, tasks: Sequence[str] | None = None) -> np.ndarray:
+        """Posterior means ``(N, D)`` of the shared latent (not for ``fusion="concat"``)."""
+        tasks = self._tasks(traces, tasks)
+        mu, _ = self.model_.posterior(self._full_batch(traces, tasks), tasks)
+        return mu.double().cpu().numpy()

@@ -18,7 +18,24 @@ FAMILIES = [
 
 
 def toy_curves(record: dict[str, Any], path: Path) -> None:
-    """Accuracy against generated characters per question (log x), one line per family.
+    """Accuracy against generated characters per question (log x), one line per family."""
+    curves(record, path, "generated_chars", "characters", (8, 16), "arithmetic chains")
+
+
+def real_curves(record: dict[str, Any], path: Path) -> None:
+    """The same figure for SmolLM2-135M-Instruct, against generated tokens."""
+    curves(record, path, "generated_tokens", "tokens", (4, 8), "SmolLM2-135M word problems")
+
+
+def curves(
+    record: dict[str, Any],
+    path: Path,
+    metric: str,
+    unit: str,
+    prefix_lens: tuple[int, ...],
+    title: str,
+) -> None:
+    """Accuracy against ``metric`` per question (log x), one line per family.
 
     Error bars: the population std over seeds of the per-seed accuracies.
     """
@@ -30,7 +47,7 @@ def toy_curves(record: dict[str, Any], path: Path) -> None:
     rows = {(r["method"], r["metric"]): r for r in record["results"]}
     names = [r["method"] for r in record["results"] if r["metric"] == "accuracy"]
     mean = {n: rows[n, "accuracy"]["mean"] for n in names}
-    chars = {n: rows[n, "generated_chars"]["mean"] for n in names}
+    chars = {n: rows[n, metric]["mean"] for n in names}
     std = {n: float(np.std(rows[n, "accuracy"]["values"])) for n in names}
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for prefix, style in FAMILIES:
@@ -45,7 +62,7 @@ def toy_curves(record: dict[str, Any], path: Path) -> None:
                 capsize=2,
                 label=prefix.rstrip("@"),
             )
-    for ell, mk in ((8, "x"), (16, "*")):
+    for ell, mk in zip(prefix_lens, ("x", "*"), strict=True):
         ns = [n for n in names if n.startswith("PreG") and n.endswith(f"L{ell}")]
         if ns:
             ax.errorbar(
@@ -58,9 +75,9 @@ def toy_curves(record: dict[str, Any], path: Path) -> None:
                 label=f"PreG (prefix {ell})",
             )
     ax.set_xscale("log")
-    ax.set_xlabel("generated characters per question (log)")
+    ax.set_xlabel(f"generated {unit} per question (log)")
     ax.set_ylabel("accuracy")
-    ax.set_title("arithmetic chains: accuracy vs generated characters (replay)")
+    ax.set_title(f"{title}: accuracy vs generated {unit} (replay)")
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
     fig.tight_layout()

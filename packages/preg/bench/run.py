@@ -3,10 +3,12 @@
     make bench PKG=preg                                  # full run (3 seeds), from the repo root
     python bench/run.py --quick --seeds 0                # smoke run (< 40 s), from packages/preg
     python bench/run.py --seeds 0 --train-steps 2000     # supplementary: arith_toy_steps2000
+    python bench/run.py --only smollm2_arith             # the real model alone (~25 min)
 
 Writes ``arith_toy`` (accuracy vs generated characters for every method, on one shared sample
 pool per seed, replayed) and ``simulator`` (gain over equal-budget SC vs question difficulty)
-into the package's ``bench/results`` (or ``--out``). One seed of each is in ``tasks.py``.
+and ``smollm2_arith`` (SmolLM2-135M-Instruct on word problems, ``real.py``) into the package's
+``bench/results`` (or ``--out``). One seed of each toy benchmark is in ``tasks.py``.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import plots
+import real
 import tasks
 import torch
 from tasks import BETA, MAX_NEW
@@ -265,7 +268,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     pre = argparse.ArgumentParser(add_help=False)
     _add_train_steps(pre)
     steps = pre.parse_known_args(argv)[0].train_steps
-    benchmarks = {"simulator": simulator, "arith_toy": arith_toy}
+    benchmarks = {
+        "simulator": simulator,
+        "arith_toy": arith_toy,
+        "smollm2_arith": real.smollm2_arith,
+    }
     if steps is not None:  # supplementary: never overwrite the spec records
         benchmarks = {f"arith_toy_steps{steps}": arith_toy}
     return run_suite(

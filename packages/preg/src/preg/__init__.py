@@ -16,7 +16,7 @@ from .budget import TokenLedger, equal_budget_sc
 from .confidence import aggregate, path_score, token_confidence
 from .generators import Generator, PoolGenerator
 from .replay import ReplayPool, ReplayResult
-from .types import Path, RunResult
+from .types import Path, Prompt, RunResult
 from .voting import majority_vote, scores_to_weights, weighted_vote
 
 try:
@@ -35,6 +35,7 @@ __all__ = [
     "PoolGenerator",
     "PrefixConfidenceBestOf",
     "PrefixGuidedSampler",
+    "Prompt",
     "RegexExtractor",
     "ReplayPool",
     "ReplayResult",

@@ -6,7 +6,7 @@ from typing import Any
 
 from ._preg import PrefixGuidedSampler
 from .answers import LastNumberExtractor
-from .types import RunResult
+from .types import Prompt, RunResult
 
 __all__ = ["sample"]
 
@@ -14,7 +14,7 @@ __all__ = ["sample"]
 def sample(
     model: Any,
     tokenizer: Any,
-    prompt: str,
+    prompt: Prompt,
     n_prefixes: int = 16,
     keep: int = 4,
     prefix_len: int = 64,

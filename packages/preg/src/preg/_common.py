@@ -27,6 +27,18 @@ def check_generator(generator: Any, needs_logprobs: bool) -> None:
         )
 
 
+def check_prompt(prompt: Any) -> None:
+    """A prompt is a string or a non-empty sequence of chat messages (mappings)."""
+    if isinstance(prompt, str):
+        return
+    if isinstance(prompt, Sequence) and len(prompt) > 0 and all(hasattr(m, "keys") for m in prompt):
+        return
+    raise TypeError(
+        "prompt must be a str or a non-empty list of chat messages "
+        f"({{'role': ..., 'content': ...}}), got {type(prompt).__name__}"
+    )
+
+
 def check_score(score: str, score_agg: str, window: int) -> None:
     if score not in KINDS:
         raise ValueError(f"score must be one of {KINDS}, got {score!r}")

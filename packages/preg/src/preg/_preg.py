@@ -11,6 +11,7 @@ from ._common import (
     Extractor,
     check_generator,
     check_n,
+    check_prompt,
     check_sampling,
     check_score,
     derive_seed,
@@ -19,7 +20,7 @@ from ._common import (
     scores,
 )
 from .budget import TokenLedger
-from .types import Path, RunResult
+from .types import Path, Prompt, RunResult
 from .voting import scores_to_weights, weighted_vote
 
 __all__ = ["PrefixGuidedSampler"]
@@ -163,13 +164,14 @@ class PrefixGuidedSampler:
         # the kept set keeps the sampling order, so keep=N reproduces self-consistency exactly
         return sorted(int(i) for i in order), s
 
-    def run(self, prompt: str, seed: int | None = None) -> RunResult:
+    def run(self, prompt: Prompt, seed: int | None = None) -> RunResult:
         """Run PreG on one prompt.
 
         Returns:
             :class:`~preg.RunResult` with the voted answer, the kept full paths and the exact
             generated-token counts.
         """
+        check_prompt(prompt)
         seed = self.seed if seed is None else seed
         ledger = TokenLedger()
         kw = {"temperature": self.temperature, "top_p": self.top_p}
@@ -218,7 +220,7 @@ class PrefixGuidedSampler:
 
     def _extend(
         self,
-        prompt: str,
+        prompt: Prompt,
         paths: list[Path],
         max_tokens: int,
         seed: int | None,

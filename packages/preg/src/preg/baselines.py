@@ -18,6 +18,7 @@ from ._common import (
     Extractor,
     check_generator,
     check_n,
+    check_prompt,
     check_sampling,
     check_score,
     derive_seed,
@@ -25,7 +26,7 @@ from ._common import (
     keep_count,
     scores,
 )
-from .types import Path, RunResult
+from .types import Path, Prompt, RunResult
 from .voting import majority_vote, scores_to_weights, weighted_vote
 
 __all__ = ["BestOfN", "DeepConfOffline", "PrefixConfidenceBestOf", "SelfConsistency"]
@@ -57,10 +58,11 @@ class _FullSampleMethod:
         self.n, self.max_new_tokens = int(n), int(max_new_tokens)
         self.temperature, self.top_p, self.seed = float(temperature), float(top_p), seed
 
-    def run(self, prompt: str, seed: int | None = None) -> RunResult:
+    def run(self, prompt: Prompt, seed: int | None = None) -> RunResult:
         """Sample ``n`` full paths for ``prompt`` and aggregate them."""
         if self.generator is None:
             raise ValueError("this instance has no generator; use .aggregate(paths)")
+        check_prompt(prompt)
         seed = self.seed if seed is None else seed
         paths = self.generator.sample(
             prompt,
@@ -296,8 +298,9 @@ class PrefixConfidenceBestOf:
         self.score, self.score_agg, self.window = score, score_agg, int(window)
         self.temperature, self.top_p, self.seed = float(temperature), float(top_p), seed
 
-    def run(self, prompt: str, seed: int | None = None) -> RunResult:
+    def run(self, prompt: Prompt, seed: int | None = None) -> RunResult:
         """Sample prefixes, complete the most confident one, return its answer."""
+        check_prompt(prompt)
         seed = self.seed if seed is None else seed
         kw = {"temperature": self.temperature, "top_p": self.top_p}
         ell = min(self.prefix_len, self.max_new_tokens)

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["Path", "RunResult"]
+__all__ = ["Path", "Prompt", "RunResult"]
+
+#: A completion prompt, or chat messages (``[{"role": ..., "content": ...}, ...]``) for
+#: back-ends with a chat template (:class:`~preg.generators.hf.HFGenerator`).
+Prompt = str | Sequence[Mapping[str, Any]]
 
 
 def _as_f64(x: Any, name: str) -> NDArray[np.float64] | None:

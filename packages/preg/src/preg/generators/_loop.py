@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 import numpy as np
@@ -16,7 +16,7 @@ def sample_loop(
     forward: Forward,
     ctx: Any,
     max_steps: int,
-    eos_id: int | None,
+    eos_id: int | Collection[int] | None,
     temperature: float,
     top_p: float,
     top_k_record: int,
@@ -28,8 +28,12 @@ def sample_loop(
     ``forward(ids, state) -> (last_logits (B, V), state)``: ``state=None`` on the first call with
     the whole context, then one new token per call. Log-probs, entropies and top-k log-probs are
     recorded from the untempered distribution (float64); sampling uses ``temperature``/``top_p``.
+    ``eos_id`` is one id or a set of ids that finish a path (kept as its last token).
     """
     import torch
+
+    stops = set() if eos_id is None else {eos_id} if isinstance(eos_id, int) else set(eos_id)
+    pad = min(stops) if stops else None
 
     bsz = ctx.shape[0]
     toks: list[list[int]] = [[] for _ in range(bsz)]
@@ -65,12 +69,12 @@ def sample_loop(
             lps[b].append(tlp[b])
             ents[b].append(te[b])
             tops[b].append(tv[b])
-            if eos_id is not None and tl[b] == eos_id:
+            if tl[b] in stops:
                 done[b] = finished[b] = True
         if done.all():
             break
-        if eos_id is not None:
-            tok = torch.where(torch.as_tensor(done), torch.full_like(tok, eos_id), tok)
+        if pad is not None:
+            tok = torch.where(torch.as_tensor(done), torch.full_like(tok, pad), tok)
         logits, state = forward(tok[:, None], state)
     out = []
     for b in range(bsz):

@@ -1,4 +1,4 @@
-"""The shared optimizer contract (methodkit.testing, conventions §8.5) for every wrapper here."""
+"""The shared optimizer contract (methodkit.testing, CONTRIBUTING.md §5) for every wrapper here."""
 
 import torch
 

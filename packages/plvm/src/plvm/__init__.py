@@ -1,6 +1,7 @@
-"""Process-level latent variable models: predict a strategy on a new task from partial process
-traces of other tasks, by fusing per-task Gaussian experts over a shared latent (Kasumba,
-Barbour & Ho, arXiv 2605.30550, 2026).
+"""Process-level latent variable models for early cross-task strategy prediction.
+
+Predict a strategy on a new task from partial process traces of other tasks by fusing
+per-task Gaussian experts over a shared latent (Kasumba, Barbour & Ho, arXiv 2605.30550).
 """
 
 from importlib.metadata import version as _version

@@ -16,8 +16,8 @@ import math
 from collections.abc import Mapping, Sequence
 
 import torch
-from torch.nn import functional as F  # noqa: N812
 from torch import Tensor, nn
+from torch.nn import functional as F  # noqa: N812
 
 from plvm._validation import DECODERS, ENCODERS, FUSIONS, check_choice, check_latent_dim
 from plvm.encoders import DeepSetsEncoder, GRUEncoder

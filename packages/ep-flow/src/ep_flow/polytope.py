@@ -1,0 +1,353 @@
+"""Transportation polytopes T(r, c): double-centred canonical space and the Sinkhorn inverse map.
+
+All functions are batched over an optional leading dimension, work in float32 or float64,
+follow the inputs' device and are differentiable (plain torch operations).
+
+Padding: ``row_mask`` (B, N) and ``col_mask`` (B, M) mark the valid rows / columns of a padded
+``(B, N, M)`` grid; padded entries of every output are exactly zero.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+__all__ = [
+    "canonicalize",
+    "decode_occupancy",
+    "double_center",
+    "marginal_error",
+    "rebalance_on_support",
+    "sinkhorn_decode",
+    "unsmooth",
+]
+
+DEFAULT_EPS = 1e-3
+
+
+def _default_tol(dtype: torch.dtype) -> float:
+    return 1e-9 if dtype == torch.float64 else 1e-5
+
+
+def _as_batch(X: Tensor) -> tuple[Tensor, bool]:
+    if X.dim() == 2:
+        return X.unsqueeze(0), True
+    if X.dim() != 3:
+        raise ValueError(f"expected a (N, M) or (B, N, M) tensor, got shape {tuple(X.shape)}")
+    return X, False
+
+
+def _vec(v: Tensor | None, B: int, n: int, like: Tensor, name: str) -> Tensor:
+    """A marginal / mask as a (B, n) tensor of like's dtype and device."""
+    if v is None:
+        return torch.ones(B, n, dtype=like.dtype, device=like.device)
+    v = torch.as_tensor(v, device=like.device)
+    if v.dim() == 1:
+        v = v.unsqueeze(0).expand(B, -1)
+    if v.shape != (B, n):
+        raise ValueError(f"{name} has shape {tuple(v.shape)} but the grid needs ({B}, {n})")
+    return v
+
+
+def _masks(X: Tensor, row_mask, col_mask) -> tuple[Tensor, Tensor]:
+    B, N, M = X.shape
+    rm = _vec(row_mask, B, N, X, "row_mask").to(torch.bool)
+    cm = _vec(col_mask, B, M, X, "col_mask").to(torch.bool)
+    if not bool(rm.any(1).all()) or not bool(cm.any(1).all()):
+        raise ValueError("row_mask and col_mask must keep at least one row and one column per item")
+    return rm, cm
+
+
+def _marginals(X: Tensor, r, c, rm: Tensor, cm: Tensor) -> tuple[Tensor, Tensor]:
+    B, N, M = X.shape
+    r = _vec(r, B, N, X, "r").to(X.dtype) * rm
+    c = _vec(c, B, M, X, "c").to(X.dtype) * cm
+    return r, c
+
+
+def double_center(X: Tensor, row_mask: Tensor | None = None, col_mask: Tensor | None = None) -> Tensor:
+    """Masked double centring ``H_N X H_M`` with ``H_n = I - 1 1^T / n`` on the valid block.
+
+    Subtracts the masked row means and column means and adds back the masked grand mean, so the
+    valid block has zero row and column sums; padded entries are ignored and set to 0.
+
+    Args:
+        X: (N, M) or (B, N, M) tensor.
+        row_mask: optional (N,) or (B, N) boolean mask of valid rows.
+        col_mask: optional (M,) or (B, M) boolean mask of valid columns.
+
+    Returns:
+        Tensor of X's shape in ``D = {Z : Z 1 = 0, 1^T Z = 0}`` (per item, on the valid block).
+    """
+    Xb, squeeze = _as_batch(X)
+    rm, cm = _masks(Xb, row_mask, col_mask)
+    w = (rm.unsqueeze(2) & cm.unsqueeze(1)).to(Xb.dtype)
+    Xm = torch.where(w > 0, Xb, torch.zeros((), dtype=Xb.dtype, device=Xb.device))
+    n = rm.sum(1, keepdim=True).to(Xb.dtype)  # (B, 1)
+    m = cm.sum(1, keepdim=True).to(Xb.dtype)
+    row_mean = Xm.sum(2) / m  # (B, N)
+    col_mean = Xm.sum(1) / n  # (B, M)
+    grand = Xm.sum((1, 2)).unsqueeze(1) / (n * m)  # (B, 1)
+    Z = Xm - row_mean.unsqueeze(2) - col_mean.unsqueeze(1) + grand.unsqueeze(2)
+    Z = Z * w
+    return Z[0] if squeeze else Z
+
+
+def canonicalize(
+    P: Tensor,
+    r: Tensor | None = None,
+    c: Tensor | None = None,
+    eps: float = DEFAULT_EPS,
+    row_mask: Tensor | None = None,
+    col_mask: Tensor | None = None,
+) -> Tensor:
+    """Canonical coordinate ``Z = H_N log(P_eps) H_M`` of an occupancy matrix ``P`` in T(r, c).
+
+    ``P_eps = (1 - eps) P + eps r c^T / N`` (entropic smoothing, still in T(r, c)) makes every
+    entry positive so the logarithm exists; ``eps = 0`` requires a strictly positive ``P``.
+
+    Args:
+        P: (N, M) or (B, N, M) non-negative matrix with row sums r and column sums c.
+        r: row marginals (N,) / (B, N); default the row sums of P.
+        c: column marginals (M,) / (B, M); default the column sums of P.
+        eps: smoothing weight in [0, 0.5).
+        row_mask, col_mask: valid rows / columns of a padded grid.
+
+    Returns:
+        Z of P's shape, in the double-centred space D.
+    """
+    if not 0.0 <= float(eps) < 0.5:
+        raise ValueError(f"eps must be in [0, 0.5), got {eps}")
+    Pb, squeeze = _as_batch(P)
+    rm, cm = _masks(Pb, row_mask, col_mask)
+    w = rm.unsqueeze(2) & cm.unsqueeze(1)
+    if r is None:
+        r = (Pb * w).sum(2)
+    if c is None:
+        c = (Pb * w).sum(1)
+    rr, cc = _marginals(Pb, r, c, rm, cm)
+    if bool(torch.isnan(Pb[w]).any()) or bool((Pb[w] < 0).any()):
+        raise ValueError("P has negative or NaN entries; occupancies must be >= 0")
+    n_sites = rr.sum(1).clamp_min(torch.finfo(Pb.dtype).tiny)
+    indep = rr.unsqueeze(2) * cc.unsqueeze(1) / n_sites[:, None, None]
+    Pe = (1.0 - eps) * Pb + eps * indep
+    if eps == 0 and bool((Pe[w] <= 0).any()):
+        raise ValueError("eps = 0 needs a strictly positive P; P has zero entries (use eps > 0)")
+    logP = torch.where(w, torch.log(torch.where(w, Pe, torch.ones_like(Pe))), torch.zeros_like(Pe))
+    Z = double_center(logP, rm, cm)
+    return Z[0] if squeeze else Z
+
+
+def marginal_error(
+    P: Tensor,
+    r: Tensor,
+    c: Tensor,
+    row_mask: Tensor | None = None,
+    col_mask: Tensor | None = None,
+) -> Tensor:
+    """Max absolute row / column marginal residual per item (a scalar for an unbatched P)."""
+    Pb, squeeze = _as_batch(P)
+    rm, cm = _masks(Pb, row_mask, col_mask)
+    rr, cc = _marginals(Pb, r, c, rm, cm)
+    w = (rm.unsqueeze(2) & cm.unsqueeze(1)).to(Pb.dtype)
+    Pm = Pb * w
+    er = ((Pm.sum(2) - rr) * rm).abs().amax(1)
+    ec = ((Pm.sum(1) - cc) * cm).abs().amax(1)
+    e = torch.maximum(er, ec)
+    return e[0] if squeeze else e
+
+
+def _sinkhorn_log(
+    L: Tensor, rr: Tensor, cc: Tensor, rm: Tensor, cm: Tensor, n_iter: int, tol: float
+) -> tuple[Tensor, Tensor]:
+    """Log-domain Sinkhorn on log-kernel L (-inf = structural zero). Returns (P, residual).
+
+    Plain Sinkhorn sweeps converge slowly (linearly, at a rate that degrades as the solution
+    approaches the polytope's boundary). After a short warm-up the same fixed point is
+    polished with damped Newton steps on the convex dual
+    ``f(a, b) = sum exp(L + a 1^T + 1 b^T) - r.a - c.b`` (its stationary point is exactly the
+    Sinkhorn scaling); each Newton step counts as one of the ``n_iter`` iterations.
+    """
+    neg = torch.tensor(float("-inf"), dtype=L.dtype, device=L.device)
+    w = rm.unsqueeze(2) & cm.unsqueeze(1)
+    L = torch.where(w, L, neg)
+    log_r = torch.where(rm, torch.log(torch.where(rm, rr, torch.ones_like(rr))), neg)
+    log_c = torch.where(cm, torch.log(torch.where(cm, cc, torch.ones_like(cc))), neg)
+    a = torch.zeros_like(rr)
+    b = torch.zeros_like(cc)
+    warm = min(n_iter, 30)
+    for _ in range(warm):
+        # a <- log r - logsumexp_rows(Z + 1 b^T); b <- log c - logsumexp_cols(Z + a 1^T)
+        a = torch.where(rm, log_r - torch.logsumexp(L + b.unsqueeze(1), dim=2), torch.zeros_like(a))
+        b = torch.where(cm, log_c - torch.logsumexp(L + a.unsqueeze(2), dim=1), torch.zeros_like(b))
+    P, res = _scaled(L, a, b, rr, cc, rm, cm)
+    for _ in range(n_iter - warm):
+        if bool((res <= tol).all()):
+            break
+        a_new, b_new = _newton_step(L, a, b, rr, cc, rm, cm)
+        if bool(torch.equal(a_new, a)) and bool(torch.equal(b_new, b)):
+            break  # no item can improve: infeasible support or at round-off
+        a, b = a_new, b_new
+        P, res = _scaled(L, a, b, rr, cc, rm, cm)
+    return P, res
+
+
+def _scaled(L, a, b, rr, cc, rm, cm) -> tuple[Tensor, Tensor]:
+    P = torch.exp(L + a.unsqueeze(2) + b.unsqueeze(1))
+    res = marginal_error(P, rr, cc, rm, cm).detach()
+    return P, torch.where(torch.isfinite(res), res, torch.full_like(res, float("inf")))
+
+
+def _dual(L, a, b, rr, cc) -> Tensor:
+    P = torch.exp(L + a.unsqueeze(2) + b.unsqueeze(1))
+    return P.sum((1, 2)) - (rr * a).sum(1) - (cc * b).sum(1)
+
+
+def _newton_step(L, a, b, rr, cc, rm, cm) -> tuple[Tensor, Tensor]:
+    """One damped Newton step on the dual, per item (backtracking until f decreases)."""
+    B, N, M = L.shape
+    P = torch.exp(L + a.unsqueeze(2) + b.unsqueeze(1))
+    g = torch.cat([(P.sum(2) - rr) * rm, (P.sum(1) - cc) * cm], 1)
+    H = torch.zeros(B, N + M, N + M, dtype=L.dtype, device=L.device)
+    H[:, :N, :N] = torch.diag_embed(torch.where(rm, P.sum(2), torch.ones_like(rr)))
+    H[:, N:, N:] = torch.diag_embed(torch.where(cm, P.sum(1), torch.ones_like(cc)))
+    H[:, :N, N:] = P
+    H[:, N:, :N] = P.transpose(1, 2)
+    v = torch.cat([rm.to(L.dtype), -cm.to(L.dtype)], 1)  # the gauge direction (a + t, b - t)
+    H = H + v.unsqueeze(2) * v.unsqueeze(1)
+    scale = H.diagonal(dim1=1, dim2=2).abs().amax(1).clamp_min(1.0)
+    H = H + 1e-13 * scale[:, None, None] * torch.eye(N + M, dtype=L.dtype, device=L.device)
+    step = -torch.linalg.solve(H, g.unsqueeze(2)).squeeze(2)
+    step = torch.nan_to_num(step, nan=0.0, posinf=0.0, neginf=0.0)
+    f0 = _dual(L, a, b, rr, cc)
+    alpha = torch.ones(B, dtype=L.dtype, device=L.device)
+    for _ in range(30):  # backtracking per item
+        na = a + alpha[:, None] * step[:, :N]
+        nb = b + alpha[:, None] * step[:, N:]
+        f1 = _dual(L, na, nb, rr, cc)
+        bad = ~(f1 <= f0 + 1e-12 * f0.abs())
+        if not bool(bad.any()):
+            break
+        alpha = torch.where(bad, alpha / 2, alpha)
+    bad = ~(_dual(L, na, nb, rr, cc) <= f0 + 1e-12 * f0.abs())
+    na = torch.where(bad[:, None], a, na)
+    nb = torch.where(bad[:, None], b, nb)
+    return na * rm, nb * cm
+
+
+def sinkhorn_decode(
+    Z: Tensor,
+    r: Tensor,
+    c: Tensor,
+    n_iter: int = 2000,
+    tol: float | None = None,
+    row_mask: Tensor | None = None,
+    col_mask: Tensor | None = None,
+) -> Tensor:
+    """Inverse map D -> interior of T(r, c): ``P = exp(Z + a 1^T + 1 b^T)`` with Sinkhorn scalings.
+
+    Log-domain iterations ``a <- log r - logsumexp_rows(Z + 1 b^T)``,
+    ``b <- log c - logsumexp_cols(Z + a 1^T)`` until the max marginal residual is <= ``tol``.
+
+    Args:
+        Z: (N, M) or (B, N, M) canonical coordinates (any real matrix; only its double-centred
+            part matters).
+        r, c: row (N,)/(B, N) and column (M,)/(B, M) marginals, positive on the valid block,
+            ``sum r = sum c``.
+        n_iter: maximum number of iterations (>= 1).
+        tol: residual tolerance; default 1e-9 in float64, 1e-5 in float32.
+        row_mask, col_mask: valid rows / columns.
+
+    Returns:
+        P of Z's shape in T(r, c) (padded entries 0).
+
+    Raises:
+        RuntimeError: if the residual is still above ``tol`` after ``n_iter`` iterations.
+    """
+    if int(n_iter) < 1:
+        raise ValueError(f"n_iter must be >= 1, got {n_iter}")
+    Zb, squeeze = _as_batch(Z)
+    rm, cm = _masks(Zb, row_mask, col_mask)
+    rr, cc = _marginals(Zb, r, c, rm, cm)
+    _check_marginals(rr, cc, rm, cm)
+    tol = _default_tol(Zb.dtype) if tol is None else float(tol)
+    P, res = _sinkhorn_log(Zb, rr, cc, rm, cm, int(n_iter), tol)
+    if not bool((res <= tol).all()):
+        raise RuntimeError(
+            f"Sinkhorn did not converge: max marginal residual {float(res.max()):.3e} > tol "
+            f"{tol:.1e} after {n_iter} iterations (raise n_iter or use float64)"
+        )
+    return P[0] if squeeze else P
+
+
+def _check_marginals(rr: Tensor, cc: Tensor, rm: Tensor, cm: Tensor) -> None:
+    if bool((rr[rm] <= 0).any()) or bool((cc[cm] <= 0).any()):
+        raise ValueError("marginals r and c must be positive on valid rows / columns")
+    gap = (rr.sum(1) - cc.sum(1)).abs()
+    if bool((gap > 1e-6 * rr.sum(1).clamp_min(1.0)).any()):
+        raise ValueError(f"T(r, c) is empty: sum(r) != sum(c) (gap {float(gap.max()):.3g})")
+
+
+def unsmooth(P: Tensor, r: Tensor, c: Tensor, eps: float = DEFAULT_EPS, row_mask=None, col_mask=None):
+    """Undo the entropic smoothing: ``(P - eps r c^T / N) / (1 - eps)`` (marginals unchanged)."""
+    if not 0.0 <= float(eps) < 0.5:
+        raise ValueError(f"eps must be in [0, 0.5), got {eps}")
+    Pb, squeeze = _as_batch(P)
+    rm, cm = _masks(Pb, row_mask, col_mask)
+    rr, cc = _marginals(Pb, r, c, rm, cm)
+    indep = rr.unsqueeze(2) * cc.unsqueeze(1) / rr.sum(1)[:, None, None]
+    out = (Pb - eps * indep) / (1.0 - eps)
+    out = out * (rm.unsqueeze(2) & cm.unsqueeze(1))
+    return out[0] if squeeze else out
+
+
+def rebalance_on_support(
+    P: Tensor,
+    r: Tensor,
+    c: Tensor,
+    n_iter: int = 2000,
+    tol: float | None = None,
+    row_mask=None,
+    col_mask=None,
+) -> tuple[Tensor, Tensor]:
+    """Clip negatives to 0 and re-balance to T(r, c) with Sinkhorn restricted to the support.
+
+    Returns:
+        ``(P_new, feasible)``: the re-balanced matrix and a (B,) boolean tensor (a 0-dim one for
+        an unbatched P) that is False where the support admits no matrix of T(r, c) within
+        ``tol`` after ``n_iter`` iterations (those items of ``P_new`` are not to be used).
+    """
+    Pb, squeeze = _as_batch(P)
+    rm, cm = _masks(Pb, row_mask, col_mask)
+    rr, cc = _marginals(Pb, r, c, rm, cm)
+    tol = _default_tol(Pb.dtype) if tol is None else float(tol)
+    Pc = Pb.clamp_min(0.0)
+    neg = torch.tensor(float("-inf"), dtype=Pb.dtype, device=Pb.device)
+    L = torch.where(Pc > 0, torch.log(torch.where(Pc > 0, Pc, torch.ones_like(Pc))), neg)
+    out, res = _sinkhorn_log(L, rr, cc, rm, cm, int(n_iter), tol)
+    ok = (res <= tol) & torch.isfinite(out).flatten(1).all(1)
+    out = torch.where(torch.isfinite(out), out, torch.zeros_like(out))
+    return (out[0], ok[0]) if squeeze else (out, ok)
+
+
+def decode_occupancy(
+    Z: Tensor,
+    r: Tensor,
+    c: Tensor,
+    eps: float = DEFAULT_EPS,
+    n_iter: int = 2000,
+    tol: float | None = None,
+    row_mask=None,
+    col_mask=None,
+) -> Tensor:
+    """Full decoder of step 3: Sinkhorn, un-smooth, clip, re-balance on the support.
+
+    Items whose clipped support is infeasible keep the smoothed (Sinkhorn) matrix, which is
+    always in T(r, c).
+    """
+    P_s = sinkhorn_decode(Z, r, c, n_iter, tol, row_mask, col_mask)
+    P_u = unsmooth(P_s, r, c, eps, row_mask, col_mask)
+    P_r, ok = rebalance_on_support(P_u, r, c, n_iter, tol, row_mask, col_mask)
+    if P_s.dim() == 2:
+        return P_r if bool(ok) else P_s
+    return torch.where(ok[:, None, None], P_r, P_s)

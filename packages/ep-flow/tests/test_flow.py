@@ -1,0 +1,118 @@
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from ep_flow import (
+    AxialGridTransformer,
+    EPFlow,
+    EPFlowConfig,
+    collate_crystals,
+    condition_of,
+    make_disordered_dataset,
+    train_flow,
+)
+from ep_flow.baselines import (
+    IndependenceCoupling,
+    LinearDoubleCenteredFlow,
+    OrderedCSPFlow,
+    RowSimplexFlow,
+)
+
+SMALL = EPFlowConfig(width=16, n_layers=1, n_heads=2)
+
+
+def _batch(n=6, seed=0):
+    return collate_crystals(make_disordered_dataset(n, seed=seed))
+
+
+def test_network_is_permutation_equivariant():
+    torch.manual_seed(0)
+    net = AxialGridTransformer(16, 2, 2).double().eval()
+    b = _batch(1, seed=3).to(dtype=torch.float64)
+    N, M = b.P.shape[1:]
+    args = lambda Z, F, zs, c: (Z, F, torch.zeros(1, 6, dtype=torch.float64),  # noqa: E731
+                                torch.tensor([0.3], dtype=torch.float64), zs, c,
+                                torch.ones(1, N, dtype=torch.bool), torch.ones(1, M, dtype=torch.bool))  # fmt: skip
+    Z, F, zs, c = b.Z, b.frac, b.atomic_numbers, b.c / N
+    vz, vf, vl = net(*args(Z, F, zs, c))
+    pr, pc = torch.randperm(N), torch.randperm(M)
+    vz2, vf2, vl2 = net(*args(Z[:, pr][:, :, pc], F[:, pr], zs[:, pc], c[:, pc]))
+    assert torch.allclose(vz2, vz[:, pr][:, :, pc], atol=1e-5)
+    assert torch.allclose(vf2, vf[:, pr], atol=1e-5)
+    assert torch.allclose(vl2, vl, atol=1e-5)
+
+
+class RandomNet(nn.Module):
+    def forward(self, Z, frac, lattice, t, zs, c, rm, cm):
+        return 5 * torch.randn_like(Z), torch.randn_like(frac), torch.randn_like(lattice)
+
+
+def test_trajectory_stays_in_D_and_decodes_exactly():
+    model = EPFlow(SMALL, network=RandomNet())
+    b = _batch(8, seed=1)
+    model.set_normalization(b)
+    *_, path = model.integrate(b, n_steps=20, path=True)
+    w = (b.row_mask[:, :, None] & b.col_mask[:, None]).float()
+    for Z in path:
+        assert float((Z * w).sum(2).abs().max()) <= 1e-6 * max(1, float(Z.abs().max()))
+        assert float((Z * w).sum(1).abs().max()) <= 1e-6 * max(1, float(Z.abs().max()))
+    conds = [condition_of(o) for o in make_disordered_dataset(8, seed=1)]
+    for odm in model.sample(conds, n_steps=5, seed=1):
+        assert odm.is_feasible(1e-8)
+
+
+@pytest.mark.parametrize("cls", [EPFlow, OrderedCSPFlow, RowSimplexFlow, LinearDoubleCenteredFlow])
+def test_every_model_trains_and_samples(cls):
+    data = make_disordered_dataset(12, seed=2)
+    model = cls(SMALL)
+    losses = train_flow(model, data, steps=3, batch_size=4)
+    assert np.isfinite(losses).all()
+    out = model.sample([condition_of(o) for o in data[:3]], n_steps=3, n_samples=2)
+    assert len(out) == 6
+    rows = np.array([np.abs(o.P.sum(1) - 1).max() for o in out])
+    assert rows.max() <= 1e-6  # every model keeps the site constraint
+    if cls is OrderedCSPFlow:
+        assert all(set(np.unique(o.P)) <= {0.0, 1.0} for o in out)
+    if cls in (EPFlow, LinearDoubleCenteredFlow):
+        assert all(o.is_feasible(1e-8) for o in out)
+    if cls is EPFlow:
+        ind = IndependenceCoupling(model).sample([condition_of(data[0])], n_steps=3)
+        assert ind[0].is_feasible(1e-12) and ind[0].to_structure().is_ordered is False
+
+
+def test_sample_bad_inputs():
+    model = EPFlow(EPFlowConfig(width=16, n_layers=1, n_heads=2, max_z=20))
+    with pytest.raises(KeyError, match="Zn"):
+        model.sample([("ZnO", 2, 1)], n_steps=2)
+    with pytest.raises(ValueError, match="n_steps must be >= 1"):
+        model.sample([("NaCl", 2, 1)], n_steps=0)
+    with pytest.raises(ValueError, match="n_samples must be >= 1"):
+        model.sample([("NaCl", 2, 1)], n_samples=0)
+    with pytest.raises(ValueError, match="sum\\(c\\) > N"):
+        model.sample([("NaCl2", 2, 1)])
+    with pytest.raises(ValueError, match="eps must be in"):
+        EPFlowConfig(eps=0.7)
+    with pytest.raises(ValueError, match="divisible"):
+        AxialGridTransformer(width=10, n_heads=4)
+
+
+def test_structure_output_and_cif(tmp_path):
+    from pymatgen.io.cif import CifWriter
+
+    from ep_flow import from_cif
+
+    odm = make_disordered_dataset(5, seed=7)[1]
+    path = tmp_path / "x.cif"
+    CifWriter(odm.to_structure()).write_file(path)
+    back = from_cif(str(path))[0]
+    assert back.composition.almost_equals(odm.composition, atol=1e-4)
+
+
+@pytest.mark.slow
+def test_tiny_overfit():
+    torch.manual_seed(0)
+    data = make_disordered_dataset(8, seed=5)
+    model = EPFlow(EPFlowConfig(width=32, n_layers=2, n_heads=4))
+    losses = train_flow(model, data, steps=300, batch_size=8, lr=3e-3)
+    assert np.mean(losses[-30:]) <= 0.5 * np.mean(losses[:30])

@@ -1,0 +1,115 @@
+import warnings
+from types import SimpleNamespace
+from pathlib import Path
+
+import numpy as np
+import pymatgen
+import pytest
+from pymatgen.analysis.structure_matcher import StructureMatcher
+from pymatgen.core import Composition, Lattice, Structure
+
+from ep_flow import ODM, composition_to_marginals, make_disordered_dataset, make_splits
+from ep_flow.metrics import OccupancyToleranceComparator, composition_match, occupancy_validity
+
+
+def test_composition_to_marginals_vacancy_column():
+    r, c, sp = composition_to_marginals("NaCl", 4, 1)
+    assert sp[-1] is None and np.isclose(c.sum(), 4) and np.isclose(c[-1], 2) and r.sum() == 4
+    r, c, sp = composition_to_marginals("NaCl", 2, 1)
+    assert None not in sp and np.isclose(c.sum(), 2)
+    with pytest.raises(ValueError, match="sum\\(c\\) > N"):
+        composition_to_marginals("NaCl", 3, 2)
+
+
+def test_dataset_is_feasible_and_mixed():
+    data = make_disordered_dataset(200, seed=1)
+    assert all(o.is_feasible(1e-12) and o.n_sites <= 16 for o in data)
+    kinds = {o.info["disorder"] for o in data}
+    assert {"ordered", "substitutional", "vacancy", "interstitial"} <= kinds
+    valid, err = occupancy_validity(data)
+    assert valid == 1.0 and err < 1e-12 and composition_match(data) == 1.0
+
+
+def test_split_has_unseen_pairs():
+    train, test, meta = make_splits(300, 40, seed=0)
+    assert meta["novel_share"] >= 0.5 and len(test) == 40
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_structure_round_trip_on_prototypes(seed):
+    sm = StructureMatcher()
+    for o in make_disordered_dataset(10, seed=seed):
+        s = o.to_structure()
+        back = ODM.from_structure(s).to_structure()
+        assert back.composition.almost_equals(s.composition) and sm.fit(s, back)
+
+
+def test_li10gep2s12_round_trip():
+    path = Path(next(iter(pymatgen.__path__))) / "util" / "structures" / "Li10GeP2S12.json"
+    if not path.exists():
+        pytest.skip("Li10GeP2S12 not shipped in this pymatgen")
+    s = Structure.from_file(path)
+    assert not s.is_ordered
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        odm = ODM.from_structure(s)
+    assert odm.is_feasible(1e-9)
+    back = odm.to_structure(drop_below=0.0)
+    assert back.composition.almost_equals(s.composition)
+    assert StructureMatcher(primitive_cell=False).fit(s, back)
+
+
+class _FakeStructure(list):
+    """Structure-like container that skips pymatgen's own occupancy validation."""
+
+    def __init__(self, occupancies):
+        super().__init__(SimpleNamespace(species=o,
+                                         species_string=str(o)) for o in occupancies)  # fmt: skip
+        n = len(occupancies)
+        self.frac_coords = np.array([[i / n, 0, 0] for i in range(n)])
+        self.lattice = Lattice.cubic(4.0 * n)
+        self.distance_matrix = np.full((n, n), 4.0)
+
+
+@pytest.mark.parametrize(
+    ("occ", "match"),
+    [
+        ([{"Na": 1.0}, {"Cl": 0.7, "Br": 0.4}], "site 1 .* total occupancy 1.1"),
+        ([{"Na": -0.1}], "site 0 .* occupancy -0.1"),
+        ([{"Na": 1.0}, {"Cl": float("nan")}], "site 1 .* occupancy nan"),
+    ],
+)
+def test_bad_occupancies_name_the_site(occ, match):
+    with pytest.raises(ValueError, match=match):
+        ODM.from_structure(_FakeStructure(occ))
+
+
+def test_close_sites_warn_and_merge():
+    s = Structure(Lattice.cubic(4.0), [{"Na": 0.5}, {"Na": 0.5}, "Cl"],
+                  [[0, 0, 0], [0.05, 0, 0], [0.5, 0.5, 0.5]])  # fmt: skip
+    with pytest.warns(UserWarning, match="positional"):
+        kept = ODM.from_structure(s)
+    assert kept.n_sites == 3
+    with pytest.warns(UserWarning, match="merge"):
+        merged = ODM.from_structure(s, merge_close=True)
+    assert merged.n_sites == 2 and merged.is_feasible(1e-12)
+
+
+def test_comparator_tolerance():
+    rng = np.random.default_rng(0)
+    o = make_disordered_dataset(30, seed=4)
+    o = next(x for x in o if x.info["disorder"] == "substitutional")
+    s = o.to_structure()
+    noisy = s.copy()
+    noisy.scale_lattice(s.volume * 1.03)
+    noisy = Structure(noisy.lattice, noisy.species_and_occu,
+                      noisy.cart_coords + rng.normal(0, 0.05, (len(s), 3)), coords_are_cartesian=True)  # fmt: skip
+    sm = StructureMatcher(stol=0.5, ltol=0.3, angle_tol=10, comparator=OccupancyToleranceComparator(0.1))
+    assert sm.fit(s, noisy)
+    P = o.P.copy()
+    i = int(np.argmax((P > 0).sum(1)))
+    k = np.nonzero(P[i])[0][:2]
+    P[i, k[0]] -= 0.2
+    P[i, k[1]] += 0.2
+    changed = ODM(P, o.species, o.frac_coords, o.lattice).to_structure()
+    assert not sm.fit(s, changed)

@@ -12,6 +12,7 @@ Records and plots go to the package's ``bench/results`` (``--out`` to change it)
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 
@@ -62,7 +63,7 @@ def claims(m: dict[str, float]) -> list:
     ]  # fmt: skip
 
 
-def synthetic(args) -> Outcome:
+def synthetic(args: argparse.Namespace) -> Outcome:
     """All methods, every seed; rows are (method, metric) over seeds."""
     cfg = QUICK if args.quick else FULL
     per_seed, t0 = [], time.perf_counter()

@@ -8,14 +8,14 @@ import time
 import numpy as np
 import torch
 
-from ep_flow import EPFlow, EPFlowConfig, condition_of, make_splits, train_flow
-from ep_flow.data import A_POOL, ANIONS
+from ep_flow import ODM, EPFlow, EPFlowConfig, condition_of, make_splits, train_flow
 from ep_flow.baselines import (
     IndependenceCoupling,
     LinearDoubleCenteredFlow,
     OrderedCSPFlow,
     RowSimplexFlow,
 )
+from ep_flow.data import A_POOL, ANIONS
 from ep_flow.metrics import (
     composition_match,
     match_rate,
@@ -33,12 +33,12 @@ LEARNED = {
 MODES = np.array([0.0, 0.5, 1.0])
 
 
-def col_error(odms) -> float:
+def col_error(odms: list[ODM]) -> float:
     """Mean over samples of the max |column sum - c| (the species-total constraint)."""
     return float(np.mean([np.abs(o.P.sum(0) - o.c).max() for o in odms]))
 
 
-def disorder_metrics(samples, test) -> tuple[float, float]:
+def disorder_metrics(samples: list[list[ODM]], test: list[ODM]) -> tuple[float, float]:
     """Site-occupancy error and sparsity recall on the disordered test crystals."""
     idx = [i for i, t in enumerate(test) if not np.all(np.isin(t.P, (0.0, 1.0)))]
     err = [site_occupancy_error(samples[i][0], test[i]) for i in idx]
@@ -46,7 +46,7 @@ def disorder_metrics(samples, test) -> tuple[float, float]:
     return float(np.mean(err)), float(np.nanmean(rec))
 
 
-def inversion_mode(odm, a_symbol: str) -> float:
+def inversion_mode(odm: ODM, a_symbol: str) -> float:
     """Nearest inversion degree x in {0, 0.5, 1} of a spinel sample, from its cation rows.
 
     The 6 cation rows of the primitive cell hold A occupancies (1-x, 1-x, x/2 x 4); the sorted
@@ -61,7 +61,7 @@ def inversion_mode(odm, a_symbol: str) -> float:
     return float(MODES[int(np.argmin(dist))])
 
 
-def two_modes(samples, test) -> tuple[float, int]:
+def two_modes(samples: list[list[ODM]], test: list[ODM]) -> tuple[float, int]:
     """Share of spinel formulas with two test inversion modes whose samples show both."""
     groups: dict[tuple, list[int]] = {}
     for i, t in enumerate(test):
@@ -108,7 +108,9 @@ def run_seed(cfg: dict, seed: int) -> dict[str, float]:
         out[f"{name}/composition_match"] = composition_match(first)
         out[f"{name}/match@1"], out[f"{name}/rms@1"] = match_rate([s[:1] for s in samples], test)
         out[f"{name}/match@1_strict"], _ = match_rate([s[:1] for s in samples], test, 0.01)
-        out[f"{name}/site_occ_error"], out[f"{name}/sparsity_recall"] = disorder_metrics(samples, test)
+        out[f"{name}/site_occ_error"], out[f"{name}/sparsity_recall"] = disorder_metrics(
+            samples, test
+        )
     ep = flows["ep_flow"][1]
     out["ep_flow/match@5"], out["ep_flow/rms@5"] = match_rate(ep, test)
     out["ep_flow/spinel_both_modes"], out["n_two_mode_spinels"] = two_modes(ep, test)

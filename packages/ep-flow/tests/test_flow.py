@@ -31,9 +31,9 @@ def test_network_is_permutation_equivariant():
     net = AxialGridTransformer(16, 2, 2).double().eval()
     b = _batch(1, seed=3).to(dtype=torch.float64)
     N, M = b.P.shape[1:]
-    args = lambda Z, F, zs, c: (Z, F, torch.zeros(1, 6, dtype=torch.float64),  # noqa: E731
-                                torch.tensor([0.3], dtype=torch.float64), zs, c,
-                                torch.ones(1, N, dtype=torch.bool), torch.ones(1, M, dtype=torch.bool))  # fmt: skip
+    lat, t = torch.zeros(1, 6, dtype=torch.float64), torch.tensor([0.3], dtype=torch.float64)
+    rm, cm = torch.ones(1, N, dtype=torch.bool), torch.ones(1, M, dtype=torch.bool)
+    args = lambda Z, F, zs, c: (Z, F, lat, t, zs, c, rm, cm)  # noqa: E731
     Z, F, zs, c = b.Z, b.frac, b.atomic_numbers, b.c / N
     vz, vf, vl = net(*args(Z, F, zs, c))
     pr, pc = torch.randperm(N), torch.randperm(M)
@@ -48,7 +48,7 @@ class RandomNet(nn.Module):
         return 5 * torch.randn_like(Z), torch.randn_like(frac), torch.randn_like(lattice)
 
 
-def test_trajectory_stays_in_D_and_decodes_exactly():
+def test_trajectory_stays_in_d_and_decodes_exactly():
     model = EPFlow(SMALL, network=RandomNet())
     b = _batch(8, seed=1)
     model.set_normalization(b)
@@ -78,7 +78,8 @@ def test_every_model_trains_and_samples(cls):
         assert all(o.is_feasible(1e-8) for o in out)
     if cls is EPFlow:
         ind = IndependenceCoupling(model).sample([condition_of(data[0])], n_steps=3)
-        assert ind[0].is_feasible(1e-12) and ind[0].to_structure().is_ordered is False
+        assert ind[0].is_feasible(1e-12)
+        assert ind[0].to_structure().is_ordered is False
 
 
 def test_sample_bad_inputs():

@@ -1,12 +1,12 @@
 import warnings
-from types import SimpleNamespace
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pymatgen
 import pytest
 from pymatgen.analysis.structure_matcher import StructureMatcher
-from pymatgen.core import Composition, Lattice, Structure
+from pymatgen.core import Lattice, Structure
 
 from ep_flow import ODM, composition_to_marginals, make_disordered_dataset, make_splits
 from ep_flow.metrics import OccupancyToleranceComparator, composition_match, occupancy_validity
@@ -14,9 +14,13 @@ from ep_flow.metrics import OccupancyToleranceComparator, composition_match, occ
 
 def test_composition_to_marginals_vacancy_column():
     r, c, sp = composition_to_marginals("NaCl", 4, 1)
-    assert sp[-1] is None and np.isclose(c.sum(), 4) and np.isclose(c[-1], 2) and r.sum() == 4
+    assert sp[-1] is None
+    assert np.isclose(c.sum(), 4)
+    assert np.isclose(c[-1], 2)
+    assert r.sum() == 4
     r, c, sp = composition_to_marginals("NaCl", 2, 1)
-    assert None not in sp and np.isclose(c.sum(), 2)
+    assert None not in sp
+    assert np.isclose(c.sum(), 2)
     with pytest.raises(ValueError, match="sum\\(c\\) > N"):
         composition_to_marginals("NaCl", 3, 2)
 
@@ -27,12 +31,15 @@ def test_dataset_is_feasible_and_mixed():
     kinds = {o.info["disorder"] for o in data}
     assert {"ordered", "substitutional", "vacancy", "interstitial"} <= kinds
     valid, err = occupancy_validity(data)
-    assert valid == 1.0 and err < 1e-12 and composition_match(data) == 1.0
+    assert valid == 1.0
+    assert err < 1e-12
+    assert composition_match(data) == 1.0
 
 
 def test_split_has_unseen_pairs():
-    train, test, meta = make_splits(300, 40, seed=0)
-    assert meta["novel_share"] >= 0.5 and len(test) == 40
+    _train, test, meta = make_splits(300, 40, seed=0)
+    assert meta["novel_share"] >= 0.5
+    assert len(test) == 40
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -41,7 +48,8 @@ def test_structure_round_trip_on_prototypes(seed):
     for o in make_disordered_dataset(10, seed=seed):
         s = o.to_structure()
         back = ODM.from_structure(s).to_structure()
-        assert back.composition.almost_equals(s.composition) and sm.fit(s, back)
+        assert back.composition.almost_equals(s.composition)
+        assert sm.fit(s, back)
 
 
 def test_li10gep2s12_round_trip():
@@ -92,7 +100,8 @@ def test_close_sites_warn_and_merge():
     assert kept.n_sites == 3
     with pytest.warns(UserWarning, match="merge"):
         merged = ODM.from_structure(s, merge_close=True)
-    assert merged.n_sites == 2 and merged.is_feasible(1e-12)
+    assert merged.n_sites == 2
+    assert merged.is_feasible(1e-12)
 
 
 def test_comparator_tolerance():
@@ -102,9 +111,11 @@ def test_comparator_tolerance():
     s = o.to_structure()
     noisy = s.copy()
     noisy.scale_lattice(s.volume * 1.03)
-    noisy = Structure(noisy.lattice, noisy.species_and_occu,
-                      noisy.cart_coords + rng.normal(0, 0.05, (len(s), 3)), coords_are_cartesian=True)  # fmt: skip
-    sm = StructureMatcher(stol=0.5, ltol=0.3, angle_tol=10, comparator=OccupancyToleranceComparator(0.1))
+    coords = noisy.cart_coords + rng.normal(0, 0.05, (len(s), 3))
+    noisy = Structure(noisy.lattice, noisy.species_and_occu, coords, coords_are_cartesian=True)
+    sm = StructureMatcher(
+        stol=0.5, ltol=0.3, angle_tol=10, comparator=OccupancyToleranceComparator(0.1)
+    )
     assert sm.fit(s, noisy)
     P = o.P.copy()
     i = int(np.argmax((P > 0).sum(1)))

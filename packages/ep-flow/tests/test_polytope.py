@@ -1,7 +1,6 @@
 import numpy as np
 import pytest
 import torch
-from reference import double_center_ref, random_polytope_point, sinkhorn_ref
 
 from ep_flow import (
     canonicalize,
@@ -12,6 +11,7 @@ from ep_flow import (
     sinkhorn_decode,
     unsmooth,
 )
+from reference import double_center_ref, random_polytope_point, sinkhorn_ref
 
 T = torch.tensor
 
@@ -31,14 +31,15 @@ def test_round_trip_exact(seed):
 
 
 @pytest.mark.parametrize("seed", range(10))
-def test_any_Z_decodes_feasible_and_agrees_with_ot(seed):
+def test_any_z_decodes_feasible_and_agrees_with_ot(seed):
     ot = pytest.importorskip("ot")
     rng = np.random.default_rng(100 + seed)
     N, M = int(rng.integers(2, 21)), int(rng.integers(2, 8))
     _, r, c = random_polytope_point(rng, N, M)
     Z = double_center_ref(rng.uniform(-50, 50, (N, M)))
     P = sinkhorn_decode(T(Z), T(r), T(c), n_iter=50000)
-    assert float(marginal_error(P, T(r), T(c))) <= 1e-8 and float(P.min()) >= 0
+    assert float(marginal_error(P, T(r), T(c))) <= 1e-8
+    assert float(P.min()) >= 0
     Z32 = double_center_ref(rng.uniform(-5, 5, (N, M)))
     P32 = sinkhorn_decode(T(Z32, dtype=torch.float32), T(r).float(), T(c).float(), n_iter=50000)
     assert P32.dtype == torch.float32
@@ -100,7 +101,8 @@ def test_gradients_flow_through_decoder():
     Z = T(double_center_ref(rng.normal(size=(5, 3))), requires_grad=True)
     P = sinkhorn_decode(Z, T(r), T(c))
     (P * T(rng.normal(size=(5, 3)))).sum().backward()
-    assert Z.grad is not None and torch.isfinite(Z.grad).all()
+    assert Z.grad is not None
+    assert torch.isfinite(Z.grad).all()
 
 
 def test_bad_inputs():
@@ -121,7 +123,7 @@ def test_bad_inputs():
         sinkhorn_decode(P, r, c, col_mask=torch.ones(5, dtype=torch.bool))
     with pytest.raises(ValueError, match="T\\(r, c\\) is empty"):
         sinkhorn_decode(P, r, torch.ones(2))
+    Z = double_center(T(np.random.default_rng(0).uniform(-50, 50, (12, 6))))
     with pytest.raises(RuntimeError, match="residual"):
-        Z = double_center(T(np.random.default_rng(0).uniform(-50, 50, (12, 6))))
         sinkhorn_decode(Z, torch.ones(12, dtype=torch.float64), torch.full((6,), 2.0,
                         dtype=torch.float64), n_iter=3)  # fmt: skip

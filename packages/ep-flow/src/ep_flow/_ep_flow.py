@@ -55,7 +55,8 @@ class EPFlow(nn.Module):
     - ``F_t = (F_0 + t w(F_1 - F_0)) mod 1``, ``F_0 ~ U[0, 1)^3``, target ``w(F_1 - F_0)``;
     - ``l_t = (1 - t) l_0 + t l_1`` on the standardised ``(log a, log b, log c, angles)``;
 
-    loss ``lam_Z |v_Z - (Z_1 - Z_0)|^2 + lam_F |v_F - w(F_1 - F_0)|^2 + lam_L |v_L - (l_1 - l_0)|^2``
+    loss ``lam_Z |v_Z - (Z_1 - Z_0)|^2 + lam_F |v_F - w(F_1 - F_0)|^2``
+    ``+ lam_L |v_L - (l_1 - l_0)|^2``
     (masked means). Sampling integrates with Euler steps; every ``Z_t`` stays in D, so it
     decodes (Sinkhorn inverse map) to an occupancy matrix with the formula's exact marginals.
 
@@ -74,7 +75,9 @@ class EPFlow(nn.Module):
         True
     """
 
-    def __init__(self, config: EPFlowConfig | None = None, network: nn.Module | None = None):
+    def __init__(
+        self, config: EPFlowConfig | None = None, network: nn.Module | None = None
+    ) -> None:
         super().__init__()
         self.config = config or EPFlowConfig()
         cfg = self.config
@@ -120,7 +123,9 @@ class EPFlow(nn.Module):
             raise KeyError(f"element {Element.from_Z(z).symbol} (Z={z}) has no embedding "
                            f"(max_z = {self.config.max_z})")  # fmt: skip
 
-    def _velocity(self, Zt, Ft, lt, t, batch: CrystalBatch):
+    def _velocity(
+        self, Zt: Tensor, Ft: Tensor, lt: Tensor, t: Tensor, batch: CrystalBatch
+    ) -> tuple[Tensor, Tensor, Tensor]:
         n = batch.row_mask.sum(1, keepdim=True).to(Zt.dtype)
         c_frac = batch.c.to(Zt.dtype) / n
         fz, vf, vl = self.net(Zt, Ft, lt, t, batch.atomic_numbers, c_frac, batch.row_mask,
@@ -128,7 +133,9 @@ class EPFlow(nn.Module):
         rm, cm = batch.row_mask, batch.col_mask
         return self.project(fz, rm, cm), vf * rm[..., None].to(vf.dtype), vl
 
-    def _source(self, batch: CrystalBatch, dtype, generator):
+    def _source(
+        self, batch: CrystalBatch, dtype: torch.dtype, generator: torch.Generator | None
+    ) -> tuple[Tensor, Tensor, Tensor]:
         B, N, M = batch.P.shape
         dev = batch.P.device
         rm, cm = batch.row_mask, batch.col_mask
@@ -163,7 +170,13 @@ class EPFlow(nn.Module):
         return cfg.lam_z * lz + cfg.lam_f * lf + cfg.lam_l * ll
 
     @torch.no_grad()
-    def integrate(self, batch: CrystalBatch, n_steps: int = 50, generator=None, path=False):
+    def integrate(
+        self,
+        batch: CrystalBatch,
+        n_steps: int = 50,
+        generator: torch.Generator | None = None,
+        path: bool = False,
+    ) -> tuple:
         """Euler integration ``t: 0 -> 1``; returns ``(Z_1 * s_Z, F_1, l_1)`` (+ the Z path)."""
         if int(n_steps) < 1:
             raise ValueError(f"n_steps must be >= 1, got {n_steps}")
@@ -193,7 +206,8 @@ class EPFlow(nn.Module):
 
         Args:
             conditions: list of conditions, or a ``CrystalBatch`` (geometry ignored).
-            n_steps: Euler steps (>= 1). n_samples: samples per condition (>= 1).
+            n_steps: Euler steps (>= 1).
+            n_samples: samples per condition (>= 1).
             seed: seed of the sampling generator.
 
         Returns:
@@ -231,8 +245,9 @@ class EPFlow(nn.Module):
         if angles.sum() >= 359.0 or any(2 * a >= angles.sum() for a in angles):
             angles = np.full(3, 90.0)  # not a valid cell: fall back to right angles
         P_np = P[:n, :m].detach().cpu().numpy()
-        return ODM(P_np, species, F[:n].double().cpu().numpy() % 1.0,
-                   Lattice.from_parameters(*abc, *angles), c=batch.c[i, :m].cpu().numpy())  # fmt: skip
+        lattice = Lattice.from_parameters(*abc, *angles)
+        frac = F[:n].double().cpu().numpy() % 1.0
+        return ODM(P_np, species, frac, lattice, c=batch.c[i, :m].cpu().numpy())
 
     def n_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
@@ -291,4 +306,3 @@ def _trim(batch: CrystalBatch) -> CrystalBatch:
             v = v[:, :m]
         fields[k] = v
     return CrystalBatch(**fields)
-

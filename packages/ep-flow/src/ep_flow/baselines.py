@@ -1,6 +1,9 @@
-"""Baselines: an adapted ordered generator, a row-simplex flow, the independence coupling and a
+"""Baselines of EP-Flow.
+
+An adapted ordered generator, a row-simplex flow, the independence coupling and a
 linear (no log / Sinkhorn link) ablation. All learned ones share EP-Flow's network and
-geometry flow and differ only in the occupancy representation."""
+geometry flow and differ only in the occupancy representation.
+"""
 
 from __future__ import annotations
 
@@ -59,15 +62,17 @@ class OrderedCSPFlow(EPFlow):
     """
 
     def prepare(self, crystals: list[ODM]) -> list[ODM]:
+        """See :class:`ep_flow.EPFlow`; overridden for this representation."""
         out = []
         for o in crystals:
             P = round_to_ordered(o.P, o.c)
             keep = P.sum(0) > 0  # a column rounded to zero atoms is dropped
-            out.append(ODM(P[:, keep], [s for s, k in zip(o.species, keep) if k],
+            out.append(ODM(P[:, keep], [s for s, k in zip(o.species, keep, strict=False) if k],
                            o.frac_coords, o.lattice))  # fmt: skip
         return out
 
     def decode(self, Z: Tensor, r: Tensor, c: Tensor, rm: Tensor, cm: Tensor) -> Tensor:
+        """See :class:`ep_flow.EPFlow`; overridden for this representation."""
         P = super().decode(Z, r, c, rm, cm)
         out = torch.zeros_like(P)
         for b in range(P.shape[0]):
@@ -86,19 +91,24 @@ class RowSimplexFlow(EPFlow):
     """
 
     def encode(self, batch: CrystalBatch) -> Tensor:
+        """See :class:`ep_flow.EPFlow`; overridden for this representation."""
         P = batch.P.double()
         w = batch.row_mask[:, :, None] & batch.col_mask[:, None]
         n = batch.r.double().sum(1)[:, None, None]
-        Pe = (1 - self.config.eps) * P + self.config.eps * batch.r.double()[:, :, None] * batch.c.double()[:, None] / n
+        Pe = (1 - self.config.eps) * P + self.config.eps * batch.r.double()[
+            :, :, None
+        ] * batch.c.double()[:, None] / n
         L = torch.where(w, torch.log(torch.where(w, Pe, torch.ones_like(Pe))), torch.zeros_like(Pe))
         return self.project(L, batch.row_mask, batch.col_mask).to(batch.P.dtype)
 
     def project(self, v: Tensor, rm: Tensor, cm: Tensor) -> Tensor:
+        """See :class:`ep_flow.EPFlow`; overridden for this representation."""
         w = (rm[:, :, None] & cm[:, None]).to(v.dtype)
         m = w.sum(2, keepdim=True).clamp_min(1)
         return (v - (v * w).sum(2, keepdim=True) / m) * w
 
     def decode(self, Z: Tensor, r: Tensor, c: Tensor, rm: Tensor, cm: Tensor) -> Tensor:
+        """See :class:`ep_flow.EPFlow`; overridden for this representation."""
         logits = Z.masked_fill(~cm[:, None, :], float("-inf"))
         P = torch.softmax(logits, dim=2) * rm[:, :, None]
         return torch.nan_to_num(P) * r[:, :, None]
@@ -112,10 +122,12 @@ class LinearDoubleCenteredFlow(EPFlow):
     """
 
     def encode(self, batch: CrystalBatch) -> Tensor:
+        """See :class:`ep_flow.EPFlow`; overridden for this representation."""
         w = (batch.row_mask[:, :, None] & batch.col_mask[:, None]).to(batch.P.dtype)
         return (batch.P - _independent(batch.r, batch.c)) * w
 
     def decode(self, Z: Tensor, r: Tensor, c: Tensor, rm: Tensor, cm: Tensor) -> Tensor:
+        """See :class:`ep_flow.EPFlow`; overridden for this representation."""
         base = _independent(r, c) * (rm[:, :, None] & cm[:, None])
         P, ok = rebalance_on_support(Z + base, r, c, row_mask=rm, col_mask=cm)
         return torch.where(ok[:, None, None], P, base)
@@ -131,10 +143,12 @@ class IndependenceCoupling:
     Matches the global composition exactly but carries no local disorder pattern.
     """
 
-    def __init__(self, flow: EPFlow):
+    def __init__(self, flow: EPFlow) -> None:
         self.flow = flow
 
-    def sample(self, conditions, n_steps: int = 50, n_samples: int = 1, seed: int = 0):
+    def sample(
+        self, conditions: list, n_steps: int = 50, n_samples: int = 1, seed: int = 0
+    ) -> list[ODM]:
         """Like ``EPFlow.sample`` (same geometry for the same seed), occupancies replaced."""
         out = self.flow.sample(conditions, n_steps, n_samples, seed)
         for o in out:

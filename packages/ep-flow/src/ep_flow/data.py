@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import torch
@@ -20,8 +20,8 @@ from ep_flow.odm import ODM, composition_to_marginals, odm_from_structure
 from ep_flow.polytope import DEFAULT_EPS, canonicalize
 
 __all__ = [
-    "A_POOL",
     "ANIONS",
+    "A_POOL",
     "B_POOL",
     "PROTOTYPES",
     "CrystalBatch",
@@ -101,7 +101,7 @@ PROTOTYPES: dict[str, Prototype] = {
 PLACEHOLDERS = ("H", "He", "Li", "Be")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _template(name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Primitive cell of a prototype at a = 1: (lattice matrix, frac coords, orbit index)."""
     p = PROTOTYPES[name]
@@ -119,7 +119,7 @@ def _template(name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return prim.lattice.matrix / a, prim.frac_coords[order], orbit[order]
 
 
-def _pick(rng: np.random.Generator, pool, k: int, exclude=()) -> list[str]:
+def _pick(rng: np.random.Generator, pool: tuple, k: int, exclude: list | tuple = ()) -> list[str]:
     choices = [e for e in pool if e not in exclude]
     return [str(e) for e in rng.choice(choices, size=k, replace=False)]
 
@@ -158,7 +158,7 @@ def _orbit_occupancies(p: Prototype, kind: str, rng: np.random.Generator) -> tup
         host = next(iter(occ[o]))
         others = _pick(rng, POOLS[p.roles[o]], len(fr) - 1, exclude=used)
         used += others
-        occ[o] = dict(zip([host, *others], fr))
+        occ[o] = dict(zip([host, *others], fr, strict=False))
         info["substituted_orbit"] = p.wyckoff[o]
         sub = o
     else:
@@ -177,7 +177,7 @@ def _orbit_occupancies(p: Prototype, kind: str, rng: np.random.Generator) -> tup
     return occ, info
 
 
-def _lattice_constant(p: Prototype, occ: list[dict[str, float]], rng) -> float:
+def _lattice_constant(p: Prototype, occ: list[dict[str, float]], rng: np.random.Generator) -> float:
     def mean_radius(d: dict[str, float], anion: bool) -> float:
         tot = sum(d.values())
         attr = "average_anionic_radius" if anion else "average_cationic_radius"
@@ -287,7 +287,7 @@ def _other_inversion(s: ODM, rng: np.random.Generator) -> ODM:
 
 
 def _spinel_ab(s: ODM) -> tuple[str, str]:
-    _, frac, orbit = _template("spinel")
+    _, _frac, orbit = _template("spinel")
     syms = [e.symbol if e is not None else None for e in s.species]
     x = s.info["inversion"]  # type: ignore[attr-defined]
     tet = s.P[np.where(orbit == 0)[0][0]]
@@ -302,7 +302,9 @@ def _spinel_ab(s: ODM) -> tuple[str, str]:
 
 def condition_of(odm: ODM) -> tuple[Composition, int, float]:
     """The generation condition ``(cell composition, n_sites, 1)`` of a crystal."""
-    comp = Composition({s: float(v) for s, v in zip(odm.species, odm.c) if s is not None})
+    comp = Composition(
+        {s: float(v) for s, v in zip(odm.species, odm.c, strict=False) if s is not None}
+    )
     return comp, odm.n_sites, 1.0
 
 
@@ -336,24 +338,26 @@ class CrystalBatch:
     def __len__(self) -> int:
         return self.P.shape[0]
 
-    def to(self, *args, **kwargs) -> CrystalBatch:
+    def to(self, *args: object, **kwargs: object) -> CrystalBatch:
         """Move / cast every tensor (masks and atomic numbers keep their dtype)."""
         out = {}
         for k, v in self.__dict__.items():
             if v.is_floating_point():
                 out[k] = v.to(*args, **kwargs)
             else:
-                dev = kwargs.get("device", next((a for a in args if not isinstance(a, torch.dtype)), None))
+                dev = kwargs.get(
+                    "device", next((a for a in args if not isinstance(a, torch.dtype)), None)
+                )
                 out[k] = v.to(dev) if dev is not None else v
         return CrystalBatch(**out)
 
-    def index(self, idx) -> CrystalBatch:
+    def index(self, idx: Tensor | list[int]) -> CrystalBatch:
         """Sub-batch ``idx`` (a tensor or list of item indices)."""
         return CrystalBatch(**{k: v[idx] for k, v in self.__dict__.items()})
 
 
 def collate_crystals(
-    crystals: list[ODM] | list[tuple], eps: float = DEFAULT_EPS, dtype=torch.float32
+    crystals: list[ODM] | list[tuple], eps: float = DEFAULT_EPS, dtype: torch.dtype = torch.float32
 ) -> CrystalBatch:
     """Pad a list of ODMs (or conditions ``(formula, n_sites, n_formula_units)``) into a batch.
 
@@ -388,14 +392,17 @@ def collate_crystals(
                         frac.to(dtype), lat.to(dtype))  # fmt: skip
 
 
-def _condition_odm(formula, n_sites: int, n_formula_units: float = 1) -> ODM:
+def _condition_odm(formula: str | Composition, n_sites: int, n_formula_units: float = 1) -> ODM:
     r, c, species = composition_to_marginals(formula, n_sites, n_formula_units)
     P = np.outer(r, c) / r.sum()
     return ODM(P, species, np.zeros((len(r), 3)), Lattice.cubic(1.0), c=c)
 
 
 def from_cif(
-    cif: str, occupancy_tolerance: float = 1.0, merge_close: bool = True, from_string=None
+    cif: str,
+    occupancy_tolerance: float = 1.0,
+    merge_close: bool = True,
+    from_string: bool | None = None,
 ) -> list[ODM]:
     """ODMs of every structure in a CIF file (or CIF text when it contains a ``data_`` block).
 

@@ -25,26 +25,29 @@ class OccupancyToleranceComparator(AbstractComparator):
     constant): compositions are compared separately by :func:`composition_match`.
     """
 
-    def __init__(self, delta: float = 0.1):
+    def __init__(self, delta: float = 0.1) -> None:
         if not delta > 0:
             raise ValueError(f"delta must be > 0, got {delta}")
         self.delta = float(delta)
 
-    def _clean(self, sp) -> dict[str, float]:
+    def _clean(self, sp: dict) -> dict[str, float]:
         out: dict[str, float] = {}
         for s, v in sp.items():
             el = getattr(s, "symbol", str(s))
             out[el] = out.get(el, 0.0) + float(v)
         return {k: v for k, v in out.items() if v >= self.delta / 2}
 
-    def are_equal(self, sp1, sp2) -> bool:
+    def are_equal(self, sp1: dict, sp2: dict) -> bool:
+        """True if every occupancy differs by at most delta (after dropping small ones)."""
         a, b = self._clean(sp1), self._clean(sp2)
         return all(abs(a.get(k, 0.0) - b.get(k, 0.0)) <= self.delta for k in set(a) | set(b))
 
-    def get_hash(self, composition):
+    def get_hash(self, composition: object) -> int:
+        """No hash is possible with a tolerance: a constant."""
         return 1
 
     def as_dict(self) -> dict:
+        """Serialisable form."""
         return {"@module": type(self).__module__, "@class": type(self).__name__,
                 "delta": self.delta}  # fmt: skip
 
@@ -54,9 +57,14 @@ def _matcher(delta: float) -> StructureMatcher:
                             comparator=OccupancyToleranceComparator(delta))  # fmt: skip
 
 
-def occupancy_validity(odms: list[ODM], max_error: float = 1e-4, min_entry: float = -1e-9):
-    """Share of ODMs with marginal error <= ``max_error`` and min entry >= ``min_entry``,
-    and the mean marginal error. Marginals are checked against ``odm.c`` (the condition)."""
+def occupancy_validity(
+    odms: list[ODM], max_error: float = 1e-4, min_entry: float = -1e-9
+) -> tuple[float, float]:
+    """Share of valid ODMs and the mean marginal error.
+
+    Valid: marginal error <= ``max_error`` and min entry >= ``min_entry``. Marginals are
+    checked against ``odm.c`` (the condition).
+    """
     err = np.array([o.marginal_error() for o in odms])
     ok = np.array([o.P.min() >= min_entry for o in odms]) & (err <= max_error)
     return float(ok.mean()), float(err.mean())
@@ -74,13 +82,15 @@ def composition_match(preds: list[ODM], tol: float = 1e-3) -> float:
 def match_rate(
     samples: list[list[ODM]], truths: list[ODM], delta: float = 0.1
 ) -> tuple[float, float]:
-    """Share of test crystals matched by at least one of their samples, and the mean RMS
-    distance of the first matching sample. ``StructureMatcher(stol=0.5, ltol=0.3,
+    """Share of test crystals matched by one of their samples, and the mean RMS of matches.
+
+    ``StructureMatcher(stol=0.5, ltol=0.3,
     angle_tol=10)`` with :class:`OccupancyToleranceComparator`; both structures drop entries
-    below ``delta / 2`` (empty candidate sites vanish on both sides alike)."""
+    below ``delta / 2`` (empty candidate sites vanish on both sides alike).
+    """
     sm = _matcher(delta)
     hits, rms = [], []
-    for cands, true in zip(samples, truths):
+    for cands, true in zip(samples, truths, strict=False):
         ts = true.to_structure(drop_below=delta / 2)
         hit = False
         for cand in cands:

@@ -22,7 +22,7 @@ def _mlp(i: int, h: int, o: int) -> nn.Sequential:
 
 
 class _AdaLN(nn.Module):
-    def __init__(self, width: int):
+    def __init__(self, width: int) -> None:
         super().__init__()
         self.norm = nn.LayerNorm(width, elementwise_affine=False)
         self.mod = nn.Linear(width, 3 * width)
@@ -35,14 +35,14 @@ class _AdaLN(nn.Module):
 
 
 class _AxialBlock(nn.Module):
-    def __init__(self, width: int, heads: int):
+    def __init__(self, width: int, heads: int) -> None:
         super().__init__()
         self.ln_s, self.ln_n, self.ln_f = _AdaLN(width), _AdaLN(width), _AdaLN(width)
         self.att_s = nn.MultiheadAttention(width, heads, batch_first=True)
         self.att_n = nn.MultiheadAttention(width, heads, batch_first=True)
         self.ff = _mlp(width, 2 * width, width)
 
-    def _attend(self, att, x: Tensor, pad: Tensor) -> Tensor:
+    def _attend(self, att: nn.MultiheadAttention, x: Tensor, pad: Tensor) -> Tensor:
         # x: (S, L, W) sequences; pad: (S, L) True = ignore
         return att(x, x, x, key_padding_mask=pad, need_weights=False)[0]
 
@@ -76,8 +76,13 @@ class AxialGridTransformer(nn.Module):
     """
 
     def __init__(
-        self, width: int = 64, n_layers: int = 4, n_heads: int = 4, n_freq: int = 4, max_z=MAX_Z
-    ):
+        self,
+        width: int = 64,
+        n_layers: int = 4,
+        n_heads: int = 4,
+        n_freq: int = 4,
+        max_z: int = MAX_Z,
+    ) -> None:
         super().__init__()
         if width % n_heads:
             raise ValueError(f"width {width} must be divisible by n_heads {n_heads}")
@@ -95,7 +100,18 @@ class AxialGridTransformer(nn.Module):
         self.head_f = _mlp(width, width, 3)
         self.head_l = _mlp(width, width, 6)
 
-    def forward(self, Z, frac, lattice, t, atomic_numbers, c_frac, row_mask, col_mask):
+    def forward(
+        self,
+        Z: Tensor,
+        frac: Tensor,
+        lattice: Tensor,
+        t: Tensor,
+        atomic_numbers: Tensor,
+        c_frac: Tensor,
+        row_mask: Tensor,
+        col_mask: Tensor,
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """Velocities ``(v_Z, v_F, v_L)``; see the class docstring for the shapes."""
         dt = Z.dtype
         rm, cm = row_mask.bool(), col_mask.bool()
         ang = frac[..., None] * self.freqs.to(dt)  # (B, N, 3, F)

@@ -1,4 +1,4 @@
-"""The Occupancy Distribution Matrix (ODM): site-by-species occupancies of a (disordered) crystal."""
+"""The Occupancy Distribution Matrix (ODM): site-by-species occupancies of a crystal."""
 
 from __future__ import annotations
 
@@ -93,6 +93,7 @@ class ODM:
 
     @property
     def n_sites(self) -> int:
+        """Number of candidate sites N."""
         return self.P.shape[0]
 
     @property
@@ -117,10 +118,12 @@ class ODM:
     def composition(self) -> Composition:
         """Cell composition implied by the column sums of P (vacancies excluded)."""
         cs = self.P.sum(0)
-        return Composition({s: float(v) for s, v in zip(self.species, cs) if s is not None})
+        return Composition(
+            {s: float(v) for s, v in zip(self.species, cs, strict=False) if s is not None}
+        )
 
     def to_structure(self, drop_below: float = 1e-4) -> Structure:
-        """pymatgen ``Structure``; see :func:`odm_to_structure`."""
+        """Pymatgen ``Structure``; see :func:`odm_to_structure`."""
         return odm_to_structure(self, drop_below)
 
     @classmethod
@@ -155,7 +158,9 @@ def _site_dicts(structure: Structure, occupancy_tol: float) -> list[dict[str, fl
     return rows
 
 
-def _merge_close(structure: Structure, rows: list[dict[str, float]], merge: bool):
+def _merge_close(
+    structure: Structure, rows: list[dict[str, float]], merge: bool
+) -> tuple[np.ndarray, list[dict[str, float]]]:
     frac = structure.frac_coords.copy()
     dist = structure.distance_matrix
     np.fill_diagonal(dist, np.inf)
@@ -228,7 +233,7 @@ def odm_from_structure(
 
 
 def odm_to_structure(odm: ODM, drop_below: float = 1e-4) -> Structure:
-    """pymatgen ``Structure`` with site species dicts ``{element: P[i, k]}``.
+    """Pymatgen ``Structure`` with site species dicts ``{element: P[i, k]}``.
 
     The vacancy column is dropped, entries below ``drop_below`` are dropped, and sites left
     empty (fully vacant candidate sites) are omitted.
@@ -237,7 +242,7 @@ def odm_to_structure(odm: ODM, drop_below: float = 1e-4) -> Structure:
     for i in range(odm.n_sites):
         d = {
             s: float(p)
-            for s, p in zip(odm.species, odm.P[i])
+            for s, p in zip(odm.species, odm.P[i], strict=False)
             if s is not None and p >= drop_below
         }
         if d:

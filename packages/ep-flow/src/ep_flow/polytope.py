@@ -49,7 +49,7 @@ def _vec(v: Tensor | None, B: int, n: int, like: Tensor, name: str) -> Tensor:
     return v
 
 
-def _masks(X: Tensor, row_mask, col_mask) -> tuple[Tensor, Tensor]:
+def _masks(X: Tensor, row_mask: Tensor | None, col_mask: Tensor | None) -> tuple[Tensor, Tensor]:
     B, N, M = X.shape
     rm = _vec(row_mask, B, N, X, "row_mask").to(torch.bool)
     cm = _vec(col_mask, B, M, X, "col_mask").to(torch.bool)
@@ -58,14 +58,18 @@ def _masks(X: Tensor, row_mask, col_mask) -> tuple[Tensor, Tensor]:
     return rm, cm
 
 
-def _marginals(X: Tensor, r, c, rm: Tensor, cm: Tensor) -> tuple[Tensor, Tensor]:
+def _marginals(
+    X: Tensor, r: Tensor | None, c: Tensor | None, rm: Tensor, cm: Tensor
+) -> tuple[Tensor, Tensor]:
     B, N, M = X.shape
     r = _vec(r, B, N, X, "r").to(X.dtype) * rm
     c = _vec(c, B, M, X, "c").to(X.dtype) * cm
     return r, c
 
 
-def double_center(X: Tensor, row_mask: Tensor | None = None, col_mask: Tensor | None = None) -> Tensor:
+def double_center(
+    X: Tensor, row_mask: Tensor | None = None, col_mask: Tensor | None = None
+) -> Tensor:
     """Masked double centring ``H_N X H_M`` with ``H_n = I - 1 1^T / n`` on the valid block.
 
     Subtracts the masked row means and column means and adds back the masked grand mean, so the
@@ -111,7 +115,8 @@ def canonicalize(
         r: row marginals (N,) / (B, N); default the row sums of P.
         c: column marginals (M,) / (B, M); default the column sums of P.
         eps: smoothing weight in [0, 0.5).
-        row_mask, col_mask: valid rows / columns of a padded grid.
+        row_mask: valid rows of a padded grid.
+        col_mask: valid columns of a padded grid.
 
     Returns:
         Z of P's shape, in the double-centred space D.
@@ -192,18 +197,22 @@ def _sinkhorn_log(
     return P, res
 
 
-def _scaled(L, a, b, rr, cc, rm, cm) -> tuple[Tensor, Tensor]:
+def _scaled(
+    L: Tensor, a: Tensor, b: Tensor, rr: Tensor, cc: Tensor, rm: Tensor, cm: Tensor
+) -> tuple[Tensor, Tensor]:
     P = torch.exp(L + a.unsqueeze(2) + b.unsqueeze(1))
     res = marginal_error(P, rr, cc, rm, cm).detach()
     return P, torch.where(torch.isfinite(res), res, torch.full_like(res, float("inf")))
 
 
-def _dual(L, a, b, rr, cc) -> Tensor:
+def _dual(L: Tensor, a: Tensor, b: Tensor, rr: Tensor, cc: Tensor) -> Tensor:
     P = torch.exp(L + a.unsqueeze(2) + b.unsqueeze(1))
     return P.sum((1, 2)) - (rr * a).sum(1) - (cc * b).sum(1)
 
 
-def _newton_step(L, a, b, rr, cc, rm, cm) -> tuple[Tensor, Tensor]:
+def _newton_step(
+    L: Tensor, a: Tensor, b: Tensor, rr: Tensor, cc: Tensor, rm: Tensor, cm: Tensor
+) -> tuple[Tensor, Tensor]:
     """One damped Newton step on the dual, per item (backtracking until f decreases)."""
     B, N, M = L.shape
     P = torch.exp(L + a.unsqueeze(2) + b.unsqueeze(1))
@@ -252,11 +261,12 @@ def sinkhorn_decode(
     Args:
         Z: (N, M) or (B, N, M) canonical coordinates (any real matrix; only its double-centred
             part matters).
-        r, c: row (N,)/(B, N) and column (M,)/(B, M) marginals, positive on the valid block,
-            ``sum r = sum c``.
+        r: row marginals (N,)/(B, N), positive on valid rows.
+        c: column marginals (M,)/(B, M), positive on valid columns, ``sum r = sum c``.
         n_iter: maximum number of iterations (>= 1).
         tol: residual tolerance; default 1e-9 in float64, 1e-5 in float32.
-        row_mask, col_mask: valid rows / columns.
+        row_mask: valid rows.
+        col_mask: valid columns.
 
     Returns:
         P of Z's shape in T(r, c) (padded entries 0).
@@ -288,7 +298,14 @@ def _check_marginals(rr: Tensor, cc: Tensor, rm: Tensor, cm: Tensor) -> None:
         raise ValueError(f"T(r, c) is empty: sum(r) != sum(c) (gap {float(gap.max()):.3g})")
 
 
-def unsmooth(P: Tensor, r: Tensor, c: Tensor, eps: float = DEFAULT_EPS, row_mask=None, col_mask=None):
+def unsmooth(
+    P: Tensor,
+    r: Tensor,
+    c: Tensor,
+    eps: float = DEFAULT_EPS,
+    row_mask: Tensor | None = None,
+    col_mask: Tensor | None = None,
+) -> Tensor:
     """Undo the entropic smoothing: ``(P - eps r c^T / N) / (1 - eps)`` (marginals unchanged)."""
     if not 0.0 <= float(eps) < 0.5:
         raise ValueError(f"eps must be in [0, 0.5), got {eps}")
@@ -307,8 +324,8 @@ def rebalance_on_support(
     c: Tensor,
     n_iter: int = 2000,
     tol: float | None = None,
-    row_mask=None,
-    col_mask=None,
+    row_mask: Tensor | None = None,
+    col_mask: Tensor | None = None,
 ) -> tuple[Tensor, Tensor]:
     """Clip negatives to 0 and re-balance to T(r, c) with Sinkhorn restricted to the support.
 
@@ -337,8 +354,8 @@ def decode_occupancy(
     eps: float = DEFAULT_EPS,
     n_iter: int = 2000,
     tol: float | None = None,
-    row_mask=None,
-    col_mask=None,
+    row_mask: Tensor | None = None,
+    col_mask: Tensor | None = None,
 ) -> Tensor:
     """Full decoder of step 3: Sinkhorn, un-smooth, clip, re-balance on the support.
 

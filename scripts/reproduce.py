@@ -115,7 +115,7 @@ def _report(
                 f"| {_verdict(c_claim)} | {_measured(f_claim)} | {_verdict(f_claim)} | {plot} |"
             )
     quick_note = (
-        "The quick run is a smoke run on tiny configurations (under a minute per package): it "
+        "The quick run is a smoke run on tiny configurations (about a minute per package): it "
         "shows that every benchmark runs end to end, and its claims are not the full-scale "
         "verdicts."
     )

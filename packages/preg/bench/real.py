@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import plots
 import torch
-from tasks import interp, log, within_question_auroc
+from tasks import accuracy_cost_rows, interp, log, within_question_auroc
 
 from methodkit.bench import Claim, Outcome, ResultRow, check, compare
 from preg import (
@@ -201,12 +201,7 @@ def smollm2_arith(args: Any) -> Outcome:
 def outcome(cfg: dict[str, Any], per_seed: list[dict], ms: list[int]) -> Outcome:
     """Rows and the spec's claims (its floors, tokens instead of characters)."""
     names = list(per_seed[0]["res"])
-    acc = {n: [s["res"][n].accuracy for s in per_seed] for n in names}
-    tok = {n: [s["res"][n].mean_tokens for s in per_seed] for n in names}
-    rows = []
-    for n in names:
-        rows.append(ResultRow.from_values(n, "accuracy", acc[n], True))
-        rows.append(ResultRow.from_values(n, "generated_tokens", tok[n], False))
+    acc, tok, rows = accuracy_cost_rows(per_seed, "generated_tokens")
     for key in per_seed[0]["auroc"]:
         vals = [s["auroc"][key] for s in per_seed if np.isfinite(s["auroc"][key])]
         if vals:

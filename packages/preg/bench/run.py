@@ -51,12 +51,7 @@ def arith_toy(args: argparse.Namespace) -> Outcome:
     cache = Path(args.out) / "scratch_cache"
     per_seed = [tasks.toy_seed(seed, cfg, methods, head, cache) for seed in args.seeds]
     names = list(per_seed[0]["res"])
-    acc = {n: [s["res"][n].accuracy for s in per_seed] for n in names}
-    chars = {n: [s["res"][n].mean_tokens for s in per_seed] for n in names}
-    rows = []
-    for n in names:
-        rows.append(ResultRow.from_values(n, "accuracy", acc[n], True))
-        rows.append(ResultRow.from_values(n, "generated_chars", chars[n], False))
+    acc, chars, rows = tasks.accuracy_cost_rows(per_seed, "generated_chars")
     for key in per_seed[0]["auroc"]:
         aurocs = [s["auroc"][key] for s in per_seed]
         rows += _row(f"AUROC {key}", "within_question_auroc", aurocs, True)

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from methodkit.bench import ResultRow
 from preg import (
     BestOfN,
     DeepConfOffline,
@@ -34,6 +35,20 @@ EX = RegexExtractor(r"A(\d+)\.", cast=int)
 
 #: ``make(generator) -> method`` with a ``.run(prompt, seed=...)``.
 MakeMethod = Callable[[Any], Any]
+
+
+def accuracy_cost_rows(
+    per_seed: list[dict], cost_metric: str
+) -> tuple[dict[str, list[float]], dict[str, list[float]], list[ResultRow]]:
+    """Per-method accuracy and mean generated length over seeds, and their result rows."""
+    names = list(per_seed[0]["res"])
+    acc = {n: [s["res"][n].accuracy for s in per_seed] for n in names}
+    cost = {n: [s["res"][n].mean_tokens for s in per_seed] for n in names}
+    rows = []
+    for n in names:
+        rows.append(ResultRow.from_values(n, "accuracy", acc[n], True))
+        rows.append(ResultRow.from_values(n, cost_metric, cost[n], False))
+    return acc, cost, rows
 
 
 def log(msg: str) -> None:

@@ -90,3 +90,39 @@ def test_second_load_reads_the_cache(loaded, monkeypatch):
     again, _ = smollm2.load_smollm2(cache=cache)
     first = next(iter(model.state_dict().values()))
     assert torch.equal(next(iter(again.state_dict().values())), first)
+
+
+def test_tiny_stand_in_is_seeded_and_round_trips_text():
+    model, tok = smollm2.tiny_smollm2(seed=3)
+    again, _ = smollm2.tiny_smollm2(seed=3)
+    other, _ = smollm2.tiny_smollm2(seed=4)
+    weights = [p for p in model.parameters()]
+    assert all(torch.equal(a, b) for a, b in zip(weights, again.parameters(), strict=True))
+    assert not torch.equal(weights[0], next(other.parameters()))
+    text = "Q: 12 + 7 = ?\nA: héllo, 19."
+    assert tok.decode(tok.encode(text)) == text
+    assert (tok.bos_token_id, tok.eos_token_id, tok.pad_token_id) == (1, 2, 2)
+    ids = torch.tensor([tok.encode(text)])
+    assert model(ids).logits.shape == (1, ids.shape[1], len(tok))
+
+
+@pytest.mark.parametrize("kwargs", [{"hidden": 50}, {"hidden": 0}, {"layers": 0}])
+def test_tiny_stand_in_rejects_bad_sizes(kwargs):
+    with pytest.raises(ValueError, match="multiple of 6"):
+        smollm2.tiny_smollm2(**kwargs)
+
+
+@pytest.mark.slow
+@needs_wheel
+def test_tiny_tokenizer_renders_chats_as_the_real_one(loaded):
+    _, _, real = loaded
+    tiny = smollm2.tiny_tokenizer()
+    for chat in (
+        [{"role": "user", "content": "2 + 3?"}],
+        [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}],
+    ):
+        kw = dict(tokenize=False, add_generation_prompt=True)
+        assert tiny.apply_chat_template(chat, **kw) == real.apply_chat_template(chat, **kw)
+    assert [tiny.convert_ids_to_tokens(i) for i in (0, 1, 2)] == [
+        real.convert_ids_to_tokens(i) for i in (0, 1, 2)
+    ]

@@ -143,3 +143,82 @@ def load_smollm2(
         model = model.to(device)
     model.eval()
     return model, tokenizer
+
+
+#: SmolLM2-Instruct's chat template (ChatML with a default system turn), verbatim.
+CHAT_TEMPLATE = (
+    "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
+    "{{ '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
+    "Face<|im_end|>\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\n' + "
+    "message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}"
+    "{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")  # ids 0, 1, 2 as in SmolLM2
+
+
+def tiny_tokenizer() -> Any:
+    """A byte-level fast tokenizer with SmolLM2's special-token ids and chat template.
+
+    One token per UTF-8 byte (ids 3...258), so any text round-trips; built in memory, offline.
+    """
+    transformers = _transformers()
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    vocab = {t: i for i, t in enumerate(SPECIAL_TOKENS)}
+    vocab |= {c: i + len(SPECIAL_TOKENS) for i, c in enumerate(alphabet)}
+    core = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token=SPECIAL_TOKENS[0]))
+    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    core.decoder = decoders.ByteLevel()
+    core.add_special_tokens(list(SPECIAL_TOKENS))
+    return transformers.PreTrainedTokenizerFast(
+        tokenizer_object=core,
+        unk_token=SPECIAL_TOKENS[0],
+        bos_token=SPECIAL_TOKENS[1],
+        eos_token=SPECIAL_TOKENS[2],
+        pad_token=SPECIAL_TOKENS[2],
+        chat_template=CHAT_TEMPLATE,
+    )
+
+
+def tiny_smollm2(
+    seed: int = 0, *, layers: int = 2, hidden: int = 48, device: Any = None
+) -> tuple[Any, Any]:
+    """A random-weight stand-in for :func:`load_smollm2`: same architecture family, tiny.
+
+    For tests, ``--quick`` runs and quickstarts on machines without the converted cache: a
+    ``LlamaForCausalLM`` with SmolLM2's layout (grouped-query attention 3:1, tied embeddings,
+    RoPE theta 1e5) and :func:`tiny_tokenizer`. It knows nothing; it only runs fast (no files).
+    ``hidden`` must be a positive multiple of 6 (six query heads share two key/value heads).
+    """
+    import torch
+
+    if hidden <= 0 or hidden % 6 or layers <= 0:
+        raise ValueError(
+            f"need layers >= 1 and hidden a positive multiple of 6: {layers=}, {hidden=}"
+        )
+    transformers = _transformers()
+    tokenizer = tiny_tokenizer()
+    heads = 6
+    config = transformers.LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden,
+        intermediate_size=hidden * 8 // 3,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=heads // 3,
+        head_dim=hidden // heads,
+        max_position_embeddings=2048,
+        rope_parameters={"rope_type": "default", "rope_theta": 100000.0},
+        tie_word_embeddings=True,
+        bos_token_id=1,
+        eos_token_id=2,
+        pad_token_id=2,
+        unk_token_id=0,
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = transformers.LlamaForCausalLM(config)
+    if device is not None:
+        model = model.to(device)
+    return model.eval(), tokenizer

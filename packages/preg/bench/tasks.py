@@ -81,7 +81,7 @@ def interp(ms: list[int], accs: np.ndarray, m: float) -> np.ndarray:
 def toy_grid(quick: bool) -> tuple[dict[str, Any], list[int], list[tuple[int, int, int]]]:
     """The arithmetic-world configuration, the SC sizes and the PreG (N, K, L) grid."""
     if quick:
-        cfg = dict(train_steps=60, n_problems=30, pool=16, resamples=2, n_live=20)
+        cfg = dict(train_steps=60, n_problems=16, pool=16, resamples=2, n_live=8)
         sc_ms = [1, 2, 4, 8, 12, 16]
         preg_grid = [(8, 4, 16), (16, 4, 16), (16, 8, 8)]
     else:

@@ -1,0 +1,344 @@
+"""Selective expert use: score experts on calibration data, keep a subset, restrict or prune.
+
+Works on :class:`~emo_moe.model.TinyMoELM` (any module whose MoE layers are
+:class:`~emo_moe.layers.MoEFeedForward`) and, for capture and restriction, on transformers MoE
+models (OLMoE, Mixtral, Qwen2-MoE: the ``gate`` module of each sparse block).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+import torch
+from torch import nn
+
+from emo_moe.layers import MoEFeedForward
+
+__all__ = [
+    "SCORES",
+    "expert_importance",
+    "hf_router_logits",
+    "prune_experts",
+    "restrict_experts",
+    "restrict_hf_experts",
+    "select_expert_subset",
+]
+
+SCORES = ("router_prob", "output_aware")
+
+
+def _moe_layers(model: nn.Module) -> list[MoEFeedForward]:
+    layers = [m for m in model.modules() if isinstance(m, MoEFeedForward)]
+    if not layers:
+        raise TypeError(f"{type(model).__name__} has no MoEFeedForward layers")
+    return layers
+
+
+def _check_subsets(subsets, n_layers: int, num_experts: int, top_k: int) -> list[torch.Tensor]:
+    if len(subsets) != n_layers:
+        raise ValueError(f"need one subset per MoE layer ({n_layers}), got {len(subsets)}")
+    out = []
+    for i, s in enumerate(subsets):
+        s = torch.as_tensor(s, dtype=torch.long).flatten()
+        if s.numel() < top_k:
+            raise ValueError(f"subset {i} has {s.numel()} experts, fewer than top_k={top_k}")
+        if s.unique().numel() != s.numel():
+            raise ValueError(f"subset {i} has duplicate expert indices: {s.tolist()}")
+        if s.numel() and (int(s.min()) < 0 or int(s.max()) >= num_experts):
+            raise ValueError(f"subset {i} has indices outside [0, {num_experts}): {s.tolist()}")
+        out.append(s)
+    return out
+
+
+def _calibration_batches(data) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
+    """Accept a (B, S) tensor, a list of 1-D tensors (one document per row, PAD-free) or
+    a list of (input_ids, doc_ids) pairs."""
+    if isinstance(data, torch.Tensor):
+        data = [data] if data.dim() == 2 else [data.unsqueeze(0)]
+    batches = []
+    for item in data:
+        if isinstance(item, tuple):
+            batches.append(item)
+        else:
+            t = torch.as_tensor(item)
+            batches.append((t if t.dim() == 2 else t.unsqueeze(0), None))
+    if not batches or all(b[0].numel() == 0 for b in batches):
+        raise ValueError("calibration data is empty: pass at least one document or batch")
+    return batches
+
+
+@torch.no_grad()
+def _layer_scores(model, layers, batches, method: str, which: int | None) -> torch.Tensor:
+    E = layers[0].num_experts
+    scores = torch.zeros(len(layers), E, dtype=torch.float64)
+    captured: dict[int, tuple] = {}
+    hooks = []
+    for li, layer in enumerate(layers):
+
+        def hook(mod, args, kwargs, output, li=li):
+            captured[li] = (args[0] if args else kwargs["h"], output)
+
+        hooks.append(layer.register_forward_hook(hook, with_kwargs=True))
+    try:
+        for ids, doc in batches:
+            captured.clear()
+            model(ids, doc_ids=doc) if doc is not None else model(ids)
+            for li in range(len(layers)) if which is None else [which]:
+                h, (y, out) = captured[li]
+                scores[li] += _score(layers[li], h, y, out, method).double()
+    finally:
+        for hk in hooks:
+            hk.remove()
+    n_tok = sum(b[0].numel() for b in batches)
+    return scores / n_tok
+
+
+def _score(layer: MoEFeedForward, h, y, out, method: str) -> torch.Tensor:
+    E = layer.num_experts
+    if method == "router_prob":  # sum of p_{t,e} over tokens (mean after dividing by T)
+        return out.probs.reshape(-1, E).sum(dim=0)
+    # output_aware (EASY-EP style, inferred): selected p_{t,e} * ||FFN_e(h_t)||, weighted by the
+    # token's relative hidden-state change ||y_t|| / ||h_t||
+    x = h.reshape(-1, h.shape[-1])
+    w_tok = y.reshape(-1, h.shape[-1]).norm(dim=-1) / x.norm(dim=-1).clamp_min(1e-12)
+    sel = torch.zeros(x.shape[0], E, dtype=out.probs.dtype, device=x.device)
+    sel.scatter_(
+        1, out.expert_indices.reshape(x.shape[0], -1), out.expert_weights.reshape(x.shape[0], -1)
+    )
+    s = torch.zeros(E, dtype=x.dtype, device=x.device)
+    for e in range(E):
+        tok = torch.nonzero(sel[:, e]).flatten()
+        if tok.numel():
+            norms = layer.experts[e](x[tok]).norm(dim=-1)
+            s[e] = (sel[tok, e] * norms * w_tok[tok]).sum()
+    return s
+
+
+def expert_importance(
+    model: nn.Module,
+    calibration,
+    method: str = "router_prob",
+    greedy_layerwise: bool = False,
+    fraction: float | None = None,
+    m: int | None = None,
+) -> torch.Tensor:
+    """Score every routed expert of every MoE layer on calibration data: ``(L, E)``.
+
+    ``"router_prob"``: mean routed probability over the calibration tokens.
+    ``"output_aware"``: sum of ``p_{t,e} ||FFN_e(h_t)||`` over tokens that selected ``e``,
+    weighted by the token's relative hidden-state change (per calibration token).
+    ``greedy_layerwise=True`` scores layer ``l`` with layers ``< l`` already restricted to their
+    selected subsets (``fraction`` or ``m`` is then required). The model runs in eval mode.
+
+    Args:
+        model: a model with :class:`MoEFeedForward` layers.
+        calibration: a ``(B, S)`` tensor, a list of 1-D token tensors (documents) or a list of
+            ``(input_ids, doc_ids)`` pairs.
+
+    Raises:
+        ValueError: Empty calibration data, an unknown method, or greedy without a size.
+    """
+    if method not in SCORES:
+        raise ValueError(f"method must be one of {SCORES}, got {method!r}")
+    batches = _calibration_batches(calibration)
+    layers = _moe_layers(model)
+    was_training = model.training
+    model.eval()
+    try:
+        if not greedy_layerwise:
+            return _layer_scores(model, layers, batches, method, None).float()
+        if fraction is None and m is None:
+            raise ValueError("greedy_layerwise=True needs fraction or m")
+        scores = torch.zeros(len(layers), layers[0].num_experts)
+        chosen: list[torch.Tensor] = []
+        for li in range(len(layers)):
+            full = [torch.arange(lay.num_experts) for lay in layers]
+            with restrict_experts(model, chosen + full[li:]):
+                scores[li] = _layer_scores(model, layers, batches, method, li)[li].float()
+            chosen.append(select_expert_subset(scores[li : li + 1], fraction, m)[0])
+        return scores
+    finally:
+        model.train(was_training)
+
+
+def select_expert_subset(
+    importance: torch.Tensor,
+    fraction: float | None = None,
+    m: int | None = None,
+    top_k: int | None = None,
+) -> list[torch.Tensor]:
+    """Keep the ``m = round(fraction * E)`` (or given ``m``) highest-scoring experts per layer.
+
+    Returns one sorted long tensor of unique indices per layer; ties go to the lower index, so
+    the selection is deterministic.
+
+    Raises:
+        ValueError: Fraction outside ``(0, 1]``, neither or both sizes, ``m`` outside
+            ``[top_k, E]``, or ``importance`` not 2-D.
+    """
+    imp = torch.as_tensor(importance)
+    if imp.dim() != 2:
+        raise ValueError(f"importance must have shape (L, E), got {tuple(imp.shape)}")
+    E = imp.shape[1]
+    if (fraction is None) == (m is None):
+        raise ValueError("give exactly one of fraction or m")
+    if fraction is not None:
+        if not 0.0 < float(fraction) <= 1.0:
+            raise ValueError(f"fraction must be in (0, 1], got {fraction}")
+        m = max(1, round(float(fraction) * E))
+    low = top_k if top_k is not None else 1
+    if not low <= m <= E:
+        raise ValueError(f"subset size m={m} must be in [{low}, {E}] (top_k={top_k})")
+    order = torch.sort(imp.double(), dim=1, descending=True, stable=True).indices
+    return [torch.sort(order[li, :m]).values for li in range(imp.shape[0])]
+
+
+@contextmanager
+def restrict_experts(model: nn.Module, subsets: Sequence) -> Iterator[nn.Module]:
+    """Mask router logits outside ``subsets`` in every MoE layer inside the ``with`` block.
+
+    Shared experts are unaffected. On exit the previous restriction (normally none) returns.
+
+    Raises:
+        ValueError: A subset smaller than ``top_k``, duplicates, out-of-range indices, or a
+            wrong number of subsets.
+    """
+    layers = _moe_layers(model)
+    subs = _check_subsets(subsets, len(layers), layers[0].num_experts, layers[0].top_k)
+    previous = [lay.router.allowed_experts for lay in layers]
+    try:
+        for lay, s in zip(layers, subs, strict=True):
+            mask = torch.zeros(lay.num_experts, dtype=torch.bool)
+            mask[s] = True
+            lay.router.allowed_experts = mask
+        yield model
+    finally:
+        for lay, prev in zip(layers, previous, strict=True):
+            lay.router.allowed_experts = prev
+
+
+def prune_experts(model: nn.Module, subsets: Sequence) -> nn.Module:
+    """A deep copy of ``model`` keeping only ``subsets`` (expert weights and router rows).
+
+    The pruned model computes what ``restrict_experts(model, subsets)`` computes, with less
+    memory; expert ``j`` of a pruned layer is expert ``subsets[l][j]`` of the original.
+    """
+    layers = _moe_layers(model)
+    subs = _check_subsets(subsets, len(layers), layers[0].num_experts, layers[0].top_k)
+    new = copy.deepcopy(model)
+    for lay, s in zip(_moe_layers(new), subs, strict=True):
+        r = lay.router
+        r.gate.weight = nn.Parameter(r.gate.weight.data[s].clone())
+        r.gate.out_features = len(s)
+        r.num_experts = lay.num_experts = len(s)
+        if r.allowed_experts is not None:
+            r.allowed_experts = r.allowed_experts[s]
+        for name in ("pool_min", "pool_max", "pool_eval"):
+            if hasattr(r, name):
+                setattr(r, name, min(getattr(r, name), len(s)))
+        lay.experts = nn.ModuleList(lay.experts[int(i)] for i in s)
+    if dataclasses.is_dataclass(getattr(new, "cfg", None)):
+        k = len(subs[0])
+        c = new.cfg
+        new.cfg = dataclasses.replace(
+            c,
+            num_experts=k,
+            pool_max=min(c.pool_max, k),
+            pool_min=min(c.pool_min, k),
+            pool_eval=min(c.pool_eval, k),
+        )
+    return new
+
+
+# ---------------------------------------------------------------- transformers MoE models
+def _hf_gates(model: nn.Module) -> list[nn.Module]:
+    gates = []
+    for name, mod in model.named_modules():
+        leaf = name.rsplit(".", 1)[-1]
+        if leaf == "gate" and (
+            isinstance(mod, nn.Linear) or (hasattr(mod, "weight") and hasattr(mod, "top_k"))
+        ):
+            parent = model.get_submodule(name.rsplit(".", 1)[0]) if "." in name else model
+            if hasattr(parent, "experts"):
+                gates.append(mod)
+    if not gates:
+        found = sorted({type(m).__name__ for m in model.modules()})
+        raise TypeError(
+            f"{type(model).__name__} has no recognisable MoE gate modules (a 'gate' nn.Linear or "
+            f"top-k router beside 'experts'); module types found: {found}"
+        )
+    return gates
+
+
+def _gate_logits(gate: nn.Module, h: torch.Tensor) -> torch.Tensor:
+    h = h.reshape(-1, h.shape[-1])
+    if isinstance(gate, nn.Linear):
+        return gate(h)
+    return torch.nn.functional.linear(h, gate.weight, getattr(gate, "bias", None))
+
+
+@torch.no_grad()
+def hf_router_logits(model: nn.Module, input_ids: torch.Tensor, **kwargs) -> list[torch.Tensor]:
+    """Router logits ``(tokens, E)`` of every MoE gate of a transformers model, in depth order."""
+    gates = _hf_gates(model)
+    logs: list[torch.Tensor | None] = [None] * len(gates)
+    hooks = [
+        g.register_forward_hook(
+            lambda mod, args, out, i=i: logs.__setitem__(i, _gate_logits(mod, args[0]).detach())
+        )
+        for i, g in enumerate(gates)
+    ]
+    try:
+        model(input_ids, **kwargs)
+    finally:
+        for hk in hooks:
+            hk.remove()
+    return [x for x in logs if x is not None]
+
+
+def _restricted_gate_output(gate: nn.Module, h: torch.Tensor, mask: torch.Tensor, output):
+    logits = _gate_logits(gate, h).masked_fill(~mask.to(h.device), float("-inf"))
+    if isinstance(gate, nn.Linear):
+        return logits.view(output.shape)
+    # transformers >= 5 top-k routers return (logits, top-k weights, top-k indices)
+    probs = torch.softmax(logits.float(), dim=-1)
+    top, idx = torch.topk(probs, gate.top_k, dim=-1)
+    if getattr(gate, "norm_topk_prob", True):
+        top = top / top.sum(dim=-1, keepdim=True)
+    return logits, top.to(logits.dtype), idx
+
+
+@contextmanager
+def restrict_hf_experts(model: nn.Module, subsets: Sequence) -> Iterator[nn.Module]:
+    """Route a transformers MoE model only to ``subsets`` (one per MoE layer) inside the block.
+
+    Each block's ``gate`` output is recomputed with logits outside the subset at ``-inf``
+    (for ``nn.Linear`` gates the masked logits feed the block's own softmax and top-k).
+
+    Raises:
+        TypeError: If the model has no recognisable MoE gate modules (lists what was found).
+        ValueError: Bad subsets (see :func:`restrict_experts`).
+    """
+    gates = _hf_gates(model)
+    E = gates[0].weight.shape[0]
+    top_k = getattr(gates[0], "top_k", None) or getattr(
+        getattr(model, "config", None), "num_experts_per_tok", 1
+    )
+    subs = _check_subsets(subsets, len(gates), E, top_k)
+    hooks = []
+    for g, s in zip(gates, subs, strict=True):
+        mask = torch.zeros(E, dtype=torch.bool)
+        mask[s] = True
+        hooks.append(
+            g.register_forward_hook(
+                lambda mod, args, out, mask=mask: _restricted_gate_output(mod, args[0], mask, out)
+            )
+        )
+    try:
+        yield model
+    finally:
+        for hk in hooks:
+            hk.remove()

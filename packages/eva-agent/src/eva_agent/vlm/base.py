@@ -1,0 +1,145 @@
+"""The VLM protocol, the text prompts real back-ends use, and the JSON reply parser."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Protocol, runtime_checkable
+
+from eva_agent.types import Evidence, Final, ToolCall
+
+
+class ReplyParseError(ValueError):
+    """A VLM reply that is neither a tool call nor a final answer (after the repair retry)."""
+
+
+class ImageNotSupportedError(RuntimeError):
+    """The back-end rejected the image content part (a text-only model or server)."""
+
+
+@runtime_checkable
+class VLM(Protocol):
+    """What the agent needs from a vision-language model.
+
+    ``answer`` returns ``(text, confidence)``; ``hints`` may carry ``evidence_first`` (answer
+    from the evidence, not the prior), ``peers`` (other agents' answers, for debate) and
+    ``critique`` (self-reflection); ``sample`` indexes independent samples. ``plan`` returns
+    the next :class:`ToolCall` or a :class:`Final`; ``feedback`` is the assessor's label and
+    diagnosis of the last observation; ``hints["tools"]`` lists the tools the agent holds.
+    ``judge`` critiques an answer in one line.
+    """
+
+    def answer(
+        self,
+        image: Any,
+        question: str,
+        evidence: list[Evidence] | None = None,
+        *,
+        hints: dict[str, Any] | None = None,
+        sample: int = 0,
+    ) -> tuple[str, float]:
+        """``(text, confidence)`` for the question (with evidence when given)."""
+        ...
+
+    def plan(
+        self,
+        image: Any,
+        question: str,
+        ledger: list[Evidence],
+        feedback: dict[str, Any] | None = None,
+        *,
+        hints: dict[str, Any] | None = None,
+    ) -> ToolCall | Final:
+        """The next ToolCall, or Final when the evidence suffices."""
+        ...
+
+    def judge(self, question: str, answer: str, ledger: list[Evidence]) -> str:
+        """A one-line critique of ``answer``."""
+        ...
+
+
+def render_ledger(ledger: list[Evidence], max_items: int = 12) -> str:
+    """The evidence ledger as numbered text lines for a prompt."""
+    lines = []
+    for k, e in enumerate(ledger, 1):
+        items = []
+        for it in e.output.items[:max_items]:
+            if "text" in it:
+                items.append(f"text {it['text']!r} conf {it['conf']:.2f} box {it['box']}")
+            elif "label" in it:
+                items.append(f"{it['label']} conf {it['conf']:.2f} box {it['box']}")
+            elif "value" in it:
+                items.append(f"value {it['value']}")
+        body = "; ".join(items) or e.output.diagnosis or "nothing"
+        lines.append(f"[{k}] round {e.round} {e.tool}({json.dumps(e.args)}) -> {e.status}: {body}")
+    return "\n".join(lines) or "(no evidence yet)"
+
+
+def answer_prompt(question: str, evidence: list[Evidence] | None, hints: dict | None) -> str:
+    """The text of an answer request."""
+    hints = hints or {}
+    parts = []
+    if evidence:
+        parts.append("Evidence from tools:\n" + render_ledger(evidence))
+        if hints.get("evidence_first"):
+            parts.append(
+                "Answer from the evidence above, not from your first impression; "
+                "if the evidence contradicts your earlier answer, follow the evidence."
+            )
+    if hints.get("peers"):
+        parts.append("Other agents answered: " + "; ".join(map(str, hints["peers"])))
+    if hints.get("critique"):
+        parts.append(f"A critique of your previous answer: {hints['critique']}")
+    parts.append(f"Question: {question}\nAnswer with a single word, number or code.")
+    return "\n\n".join(parts)
+
+
+def plan_prompt(
+    question: str, ledger: list[Evidence], feedback: dict | None, hints: dict | None
+) -> str:
+    """The text of a planning request (JSON tool-call protocol)."""
+    tools = (hints or {}).get("tools", [])
+    spec = "\n".join(f"- {t['name']} ({t['kind']}): args {json.dumps(t['schema'])}" for t in tools)
+    parts = [
+        "You answer questions about the image by collecting evidence with tools.",
+        f"Tools:\n{spec}" if spec else "",
+        f"Question: {question}",
+        "Evidence so far:\n" + render_ledger(ledger),
+    ]
+    if feedback:
+        parts.append(
+            f"Last call was labelled {feedback['status']}: {feedback['diagnosis']}. "
+            "Revise the tool or its arguments."
+        )
+    parts.append(
+        'Reply with JSON only: {"tool": NAME, "args": {...}} to call a tool, '
+        'or {"final": ANSWER} when the evidence suffices.'
+    )
+    return "\n\n".join(p for p in parts if p)
+
+
+_JSON = re.compile(r"\{.*\}", re.S)
+
+
+def parse_reply(text: str) -> ToolCall | Final:
+    """A reply's JSON object as a :class:`ToolCall` or :class:`Final`.
+
+    Raises:
+        ReplyParseError: If there is no JSON object with ``tool`` (and dict ``args``) or
+            ``final``.
+    """
+    m = _JSON.search(text or "")
+    if not m:
+        raise ReplyParseError(f"no JSON object in the reply {text[:120]!r}")
+    try:
+        obj = json.loads(m.group())
+    except json.JSONDecodeError as e:
+        raise ReplyParseError(f"malformed JSON in the reply: {e.msg}") from None
+    if isinstance(obj, dict) and "final" in obj:
+        return Final(str(obj["final"]))
+    if isinstance(obj, dict) and isinstance(obj.get("tool"), str):
+        args = obj.get("args", {})
+        if not isinstance(args, dict):
+            raise ReplyParseError(f"tool args must be an object, got {type(args).__name__}")
+        return ToolCall(obj["tool"], args)
+    raise ReplyParseError(f"the reply is neither a tool call nor a final answer: {obj!r}")

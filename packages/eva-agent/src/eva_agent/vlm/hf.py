@@ -1,0 +1,131 @@
+"""HFVLM: a Hugging Face ``transformers`` model with a chat template (image-text or text-only)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from eva_agent.types import Evidence, Final, ToolCall
+from eva_agent.vlm.base import (
+    ReplyParseError,
+    answer_prompt,
+    parse_reply,
+    plan_prompt,
+    render_ledger,
+)
+
+
+class HFVLM:
+    """VLM over ``model.generate`` (greedy) with the processor's chat template.
+
+    Confidence is the mean probability of the generated tokens (from ``output_scores``).
+    ``text_only=True`` runs a language model as the text reasoner over the tools' evidence
+    (the image is then seen only through the ledger).
+
+    Args:
+        model: ``AutoModelForImageTextToText`` (or a causal LM with ``text_only``).
+        processor: Its processor (or tokenizer) with ``apply_chat_template`` and ``decode``.
+        max_new_tokens: Generation budget per reply.
+        text_only: Send no image.
+    """
+
+    def __init__(
+        self, model: Any, processor: Any, *, max_new_tokens: int = 48, text_only: bool = False
+    ) -> None:
+        self.model, self.processor = model, processor
+        self.max_new_tokens, self.text_only = int(max_new_tokens), bool(text_only)
+        self.n_generated = 0
+
+    @classmethod
+    def from_pretrained(cls, path: str, **kw: Any) -> HFVLM:
+        """Load a local image-text-to-text checkpoint (``pip install "eva-agent[hf]"``)."""
+        try:
+            from transformers import AutoModelForImageTextToText, AutoProcessor
+        except ImportError as e:
+            raise ImportError('HFVLM needs: pip install "eva-agent[hf]"') from e
+        return cls(
+            AutoModelForImageTextToText.from_pretrained(path),
+            AutoProcessor.from_pretrained(path),
+            **kw,
+        )
+
+    def _generate(
+        self, text: str, image: Any, max_new_tokens: int | None = None
+    ) -> tuple[str, float]:
+        import torch
+
+        if self.text_only or image is None:
+            messages = [{"role": "user", "content": text}]
+        else:
+            messages = [
+                {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": text}]}
+            ]
+        prompt = self.processor.apply_chat_template(
+            messages, add_generation_prompt=True, tokenize=False
+        )
+        if self.text_only or image is None:
+            inputs = self.processor(prompt, return_tensors="pt")
+        else:
+            inputs = self.processor(text=prompt, images=image, return_tensors="pt")
+        with torch.no_grad():
+            out = self.model.generate(
+                **inputs,
+                max_new_tokens=max_new_tokens or self.max_new_tokens,
+                do_sample=False,
+                output_scores=True,
+                return_dict_in_generate=True,
+            )
+        start = inputs["input_ids"].shape[1]
+        new = out.sequences[0, start:]
+        logps = [
+            torch.log_softmax(s[0].float(), -1)[int(t)].item()
+            for s, t in zip(out.scores, new, strict=False)
+        ]
+        self.n_generated += len(new)
+        dec = getattr(self.processor, "decode", None) or self.processor.tokenizer.decode
+        conf = math.exp(sum(logps) / len(logps)) if logps else 0.0
+        return dec(new, skip_special_tokens=True).strip(), float(conf)
+
+    def answer(
+        self,
+        image: Any,
+        question: str,
+        evidence: list[Evidence] | None = None,
+        *,
+        hints: dict[str, Any] | None = None,
+        sample: int = 0,
+    ) -> tuple[str, float]:
+        """``(text, confidence)`` for the question (with evidence when given)."""
+        text, conf = self._generate(answer_prompt(question, evidence, hints), image)
+        return (text.splitlines() or [""])[0].strip(), conf
+
+    def plan(
+        self,
+        image: Any,
+        question: str,
+        ledger: list[Evidence],
+        feedback: dict[str, Any] | None = None,
+        *,
+        hints: dict[str, Any] | None = None,
+    ) -> ToolCall | Final:
+        """The next ToolCall, or Final when the evidence suffices."""
+        prompt = plan_prompt(question, ledger, feedback, hints)
+        reply, _ = self._generate(prompt, image, max_new_tokens=96)
+        try:
+            return parse_reply(reply)
+        except ReplyParseError as e:  # one repair retry
+            fix = f"{prompt}\n\nYour reply {reply[:80]!r} could not be parsed ({e}). JSON only."
+            reply2, _ = self._generate(fix, image, max_new_tokens=96)
+            try:
+                return parse_reply(reply2)
+            except ReplyParseError as e2:
+                raise ReplyParseError(f"after one repair retry: {e2}") from None
+
+    def judge(self, question: str, answer: str, ledger: list[Evidence]) -> str:
+        """A one-line critique of ``answer``."""
+        text = (
+            f"Question: {question}\nProposed answer: {answer}\nEvidence:\n"
+            f"{render_ledger(ledger)}\nCritique in one line; start with 'confident' or "
+            "'uncertain'."
+        )
+        return self._generate(text, None, max_new_tokens=32)[0]

@@ -1,0 +1,201 @@
+"""The event schema: atomic audiovisual events, event sets and temporal relations."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from enum import StrEnum
+from typing import Any
+
+__all__ = [
+    "MODALITIES",
+    "AtomicEvent",
+    "EventSet",
+    "Relation",
+    "relations_from_caption_order",
+    "relations_from_intervals",
+]
+
+#: The allowed event modalities.
+MODALITIES = ("visual", "audio", "audiovisual")
+
+
+class Relation(StrEnum):
+    """Temporal relation between two consecutive events: ``before`` ("then") or ``overlap``."""
+
+    BEFORE = "before"
+    OVERLAP = "overlap"
+
+
+@dataclass(frozen=True)
+class AtomicEvent:
+    """One atomic audiovisual event: who (subject) does what (action), seen and/or heard, when.
+
+    Attributes:
+        modality: ``"visual"``, ``"audio"`` or ``"audiovisual"``.
+        subject: The entity, or for sounds the sound source ("dog", "someone off-screen").
+        action: The verb ("run", "bark").
+        obj: Optional object of the action.
+        t_start: Optional onset (any time unit).
+        t_end: Optional offset (``>= t_start``).
+
+    Raises:
+        ValueError: On an unknown modality, an empty subject or action, or ``t_end < t_start``.
+    """
+
+    modality: str
+    subject: str
+    action: str
+    obj: str | None = None
+    t_start: float | None = None
+    t_end: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.modality not in MODALITIES:
+            raise ValueError(f"modality must be one of {MODALITIES}, got {self.modality!r}")
+        for name in ("subject", "action"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value.strip():
+                raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+        if self.t_start is not None and self.t_end is not None and self.t_end < self.t_start:
+            raise ValueError(f"t_end must be >= t_start, got t_start={self.t_start}, "
+                             f"t_end={self.t_end}")  # fmt: skip
+
+    @property
+    def has_time(self) -> bool:
+        """Whether both timestamps are set."""
+        return self.t_start is not None and self.t_end is not None
+
+    def without_time(self) -> AtomicEvent:
+        """The same event with the timestamps removed."""
+        return AtomicEvent(self.modality, self.subject, self.action, self.obj)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (``None`` fields dropped)."""
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> AtomicEvent:
+        """Inverse of :meth:`to_dict` (accepts ``"object"`` for ``obj``)."""
+        if not isinstance(d, dict):
+            raise TypeError(f"an event must be a dict, got {type(d).__name__}")
+        return cls(
+            modality=d["modality"],
+            subject=d["subject"],
+            action=d["action"],
+            obj=d.get("obj", d.get("object")),
+            t_start=d.get("t_start"),
+            t_end=d.get("t_end"),
+        )
+
+
+def relations_from_intervals(events: Sequence[AtomicEvent]) -> list[Relation]:
+    """Relations between consecutive events: overlap iff ``t_start[a+1] < t_end[a]``.
+
+    Raises:
+        ValueError: If an event lacks a timestamp.
+    """
+    for e in events:
+        if not e.has_time:
+            raise ValueError(f"relations_from_intervals needs timestamps, got {e}")
+    return [
+        Relation.OVERLAP if b.t_start < a.t_end else Relation.BEFORE  # type: ignore[operator]
+        for a, b in itertools.pairwise(events)
+    ]
+
+
+#: Connectives read as a temporal relation between consecutive clauses.
+CONNECTIVES = {
+    "then": Relation.BEFORE,
+    "and then": Relation.BEFORE,
+    "after that": Relation.BEFORE,
+    "before": Relation.BEFORE,
+    "while": Relation.OVERLAP,
+    "as": Relation.OVERLAP,
+    "meanwhile": Relation.OVERLAP,
+    "and": Relation.OVERLAP,
+}
+
+
+def relations_from_caption_order(connectives: Iterable[str]) -> list[Relation]:
+    """Relations read from the connectives between consecutive clauses ("then", "while").
+
+    Raises:
+        ValueError: On a connective outside :data:`CONNECTIVES`.
+    """
+    out = []
+    for c in connectives:
+        key = " ".join(str(c).lower().split())
+        if key not in CONNECTIVES:
+            raise ValueError(f"unknown connective {c!r}; allowed: {sorted(CONNECTIVES)}")
+        out.append(CONNECTIVES[key])
+    return out
+
+
+class EventSet(Sequence[AtomicEvent]):
+    """The ground-truth events of a clip, sorted by onset, with their consecutive relations.
+
+    Args:
+        events: The events. With timestamps on every event they are sorted by onset (stable)
+            and ``relations`` default to :func:`relations_from_intervals`.
+        relations: Explicit relations (``len(events) - 1``), needed when events lack times.
+
+    Raises:
+        ValueError: If ``relations`` has the wrong length or is missing for untimed events.
+    """
+
+    def __init__(
+        self, events: Iterable[AtomicEvent], relations: Sequence[Relation | str] | None = None
+    ) -> None:
+        evs = list(events)
+        for e in evs:
+            if not isinstance(e, AtomicEvent):
+                raise TypeError(f"events must be AtomicEvent, got {type(e).__name__}")
+        self.timed = bool(evs) and all(e.has_time for e in evs)
+        if self.timed:
+            evs = sorted(evs, key=lambda e: e.t_start)  # type: ignore[arg-type, return-value]
+        self.events: tuple[AtomicEvent, ...] = tuple(evs)
+        if relations is None:
+            if not self.timed and len(evs) > 1:
+                raise ValueError("events without timestamps need explicit relations")
+            rel = relations_from_intervals(evs) if self.timed else []
+        else:
+            rel = [Relation(r) for r in relations]
+            if len(rel) != max(len(evs) - 1, 0):
+                raise ValueError(f"relations must have len(events) - 1 = {max(len(evs) - 1, 0)} "
+                                 f"entries, got {len(rel)}")  # fmt: skip
+        self.relations: tuple[Relation, ...] = tuple(rel)
+
+    def __getitem__(self, i: Any) -> Any:  # type: ignore[override]
+        return self.events[i]
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    def __repr__(self) -> str:
+        return f"EventSet({list(self.events)!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, EventSet):
+            return NotImplemented
+        return self.events == other.events and self.relations == other.relations
+
+    def to_json(self) -> str:
+        """JSON list of events (the ``gold_events`` dataset column for TRL)."""
+        return json.dumps([e.to_dict() for e in self.events])
+
+    @classmethod
+    def coerce(cls, gold: Any) -> EventSet:
+        """An :class:`EventSet` from an EventSet, a list of events/dicts, or their JSON text."""
+        if isinstance(gold, EventSet):
+            return gold
+        if isinstance(gold, str):
+            gold = json.loads(gold)
+        if isinstance(gold, dict) and "events" in gold:
+            evs = [e if isinstance(e, AtomicEvent) else AtomicEvent.from_dict(e)
+                   for e in gold["events"]]  # fmt: skip
+            return cls(evs, gold.get("relations"))
+        evs = [e if isinstance(e, AtomicEvent) else AtomicEvent.from_dict(e) for e in gold]
+        return cls(evs)

@@ -1,0 +1,231 @@
+"""LLMPolicy: the engine's policy over a chat model (transformers or any OpenAI-compatible API)."""
+
+from __future__ import annotations
+
+import json
+import re
+import warnings
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from evochamber.agent import Agent
+from evochamber.backends.base import ChatResult
+from evochamber.policies.base import BasePolicy, StepContext
+from evochamber.policies.prompts import DefaultPrompts
+from evochamber.types import (
+    INSIGHT_KINDS,
+    Insight,
+    Reflection,
+    Structure,
+    Task,
+    TeamOutcome,
+    normalize_answer,
+)
+
+_ANSWER = re.compile(r"answer\s*[:=]\s*(.+)", re.IGNORECASE)
+
+
+def parse_answer(text: str) -> str:
+    """The text after the last ``Answer:``; else the last non-empty line; else ``""``.
+
+    Fails safe: never raises, whatever the model wrote.
+    """
+    hits = _ANSWER.findall(text or "")
+    if hits:
+        return hits[-1].strip()
+    lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
+    return lines[-1] if lines else ""
+
+
+def parse_insights(text: str, m: int) -> list[dict[str, Any]]:
+    """The JSON list of lessons in ``text`` (first ``[...]`` span); warns and skips on junk."""
+    start, end = (text or "").find("["), (text or "").rfind("]")
+    try:
+        if start < 0 or end <= start:
+            raise ValueError("no JSON list")
+        data = json.loads(text[start : end + 1])
+        if not isinstance(data, list):
+            raise ValueError("not a list")
+    except ValueError as exc:
+        warnings.warn(f"distill reply is not a JSON list of lessons, skipped ({exc})", stacklevel=3)
+        return []
+    out = []
+    for d in data:
+        if isinstance(d, dict) and isinstance(d.get("text"), str) and d["text"].strip():
+            out.append(d)
+        else:
+            warnings.warn(f"malformed lesson skipped: {d!r}", stacklevel=3)
+    return out[:m]
+
+
+class LLMPolicy(BasePolicy):
+    """Agents as system prompts + retrieved insights over one shared chat model.
+
+    Args:
+        chat: A :class:`~evochamber.backends.ChatModel`.
+        prompts: The templates (:class:`DefaultPrompts`).
+        answer_parser: ``text -> answer`` (default :func:`parse_answer`, which fails safe).
+        max_tokens: Completion budget per call.
+        temperature: Sampling temperature of answers (0: greedy).
+        max_insights: ``m`` of the distill prompt.
+    """
+
+    def __init__(
+        self,
+        chat: Any,
+        prompts: DefaultPrompts | None = None,
+        answer_parser: Callable[[str], str] = parse_answer,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        max_insights: int = 2,
+    ) -> None:
+        super().__init__()
+        self.chat, self.prompts = chat, prompts or DefaultPrompts()
+        self.parse = answer_parser
+        self.max_tokens, self.temperature, self.max_insights = max_tokens, temperature, max_insights
+        self._n = 0
+
+    def _call(self, agent: Agent, user: str, ctx: StepContext, niche: str | None = None) -> str:
+        system = agent.system_prompt
+        if niche is not None:
+            items = agent.archive.retrieve(niche, ctx.retrieve_r, ctx.t)
+            if items:
+                lines = "\n".join(f"- ({it.kind}) {it.text}" for it in items)
+                system += "\n\n" + self.prompts.insights.format(items=lines)
+        msgs = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        res: list[ChatResult] = self.chat.chat(
+            msgs, n=1, temperature=self.temperature, max_tokens=self.max_tokens,
+            seed=int(ctx.rng.integers(2**31)),
+        )  # fmt: skip
+        if not res:
+            raise ValueError("the chat back-end returned zero choices")
+        self.calls += 1
+        self.tokens += res[0].prompt_tokens + res[0].completion_tokens
+        return res[0].text
+
+    def solve(
+        self, team: Sequence[Agent], structure: Structure, task: Task, ctx: StepContext
+    ) -> TeamOutcome:
+        """The team's answer to ``task`` under ``structure``."""
+        calls0, tokens0, p, k = self.calls, self.tokens, self.prompts, task.niche
+        ask = p.answer.format(task=task.prompt)
+        if structure is Structure.SOLO_VERIFY or len(team) == 1:
+            first = self.parse(self._call(team[0], ask, ctx, k))
+            final = self.parse(
+                self._call(team[0], p.verify.format(task=task.prompt, answer=first), ctx, k)
+            )
+            answers = {team[0].agent_id: final or first}
+            final = final or first
+        elif structure is Structure.PIPELINE:
+            plan = self._call(team[0], p.plan.format(task=task.prompt), ctx, k)
+            solver = team[1]
+            ans = self.parse(
+                self._call(solver, p.solve_with_plan.format(task=task.prompt, plan=plan), ctx, k)
+            )
+            checker = team[2] if len(team) > 2 else team[0]
+            final = (
+                self.parse(
+                    self._call(checker, p.verify.format(task=task.prompt, answer=ans), ctx, k)
+                )
+                or ans
+            )
+            answers = {a.agent_id: final for a in team}
+        else:
+            answers = {a.agent_id: self.parse(self._call(a, ask, ctx, k)) for a in team}
+            if structure is Structure.DEBATE:
+                first = dict(answers)
+                for a in team:
+                    peers = "\n".join(f"- {v}" for aid, v in first.items() if aid != a.agent_id)
+                    msg = p.debate.format(task=task.prompt, peers=peers, answer=first[a.agent_id])
+                    answers[a.agent_id] = self.parse(self._call(a, msg, ctx, k))
+            final = _majority([answers[a.agent_id] for a in team])
+        success = task.check(final) if task.check else None
+        correct = {aid: bool(task.check(v)) for aid, v in answers.items()} if task.check else {}
+        norm = {normalize_answer(v) for v in answers.values()}
+        return TeamOutcome(
+            final, answers, success, len(norm) > 1, self.calls - calls0, correct,
+            self.tokens - tokens0,
+        )  # fmt: skip
+
+    @staticmethod
+    def _feedback(outcome: TeamOutcome) -> str:
+        if outcome.success is None:
+            return "unknown (no checker); the team disagreed"
+        return "the team answer was correct" if outcome.success else "the team answer was wrong"
+
+    def reflect(
+        self, agent: Agent, task: Task, outcome: TeamOutcome, ctx: StepContext
+    ) -> Reflection:
+        """CoDream phase (ii): one member's reflection on its own step."""
+        msg = self.prompts.reflect.format(
+            task=task.prompt, answer=outcome.member_answers.get(agent.agent_id, "(none)"),
+            team_answer=outcome.answer, feedback=self._feedback(outcome),
+        )  # fmt: skip
+        return Reflection(agent.agent_id, self._call(agent, msg, ctx))
+
+    def cross_examine(
+        self,
+        team: Sequence[Agent],
+        task: Task,
+        outcome: TeamOutcome,
+        reflections: list[Reflection],
+        ctx: StepContext,
+    ) -> str:
+        """CoDream phase (iii): the team cross-examines the reflections."""
+        text = "\n".join(f"- {r.agent_id}: {r.text}" for r in reflections)
+        return self._call(
+            team[0], self.prompts.cross_examine.format(task=task.prompt, reflections=text), ctx
+        )
+
+    def distill(
+        self,
+        team: Sequence[Agent],
+        task: Task,
+        outcome: TeamOutcome,
+        reflections: list[Reflection],
+        critique: Any,
+        ctx: StepContext,
+    ) -> list[Insight]:
+        """CoDream phase (iv): at most ``m`` insights tagged with the task's niche."""
+        text = "\n".join(f"- {r.agent_id}: {r.text}" for r in reflections)
+        msg = self.prompts.distill.format(
+            task=task.prompt, reflections=text, critique=critique, m=self.max_insights
+        )
+        out = []
+        for d in parse_insights(self._call(team[0], msg, ctx), self.max_insights):
+            kind = d.get("kind") if d.get("kind") in INSIGHT_KINDS else "strategy"
+            try:
+                q = min(1.0, max(0.0, float(d.get("quality", 0.5))))
+            except (TypeError, ValueError):
+                q = 0.5
+            out.append(self._insight(task, d["text"].strip(), kind, q, ctx.t, "codream"))
+        return out
+
+    def self_reflect(
+        self, agent: Agent, task: Task, outcome: TeamOutcome, ctx: StepContext
+    ) -> list[Insight]:
+        """Private reflection of one agent after a failure (no CoDream)."""
+        msg = self.prompts.self_reflect.format(
+            task=task.prompt, answer=outcome.member_answers.get(agent.agent_id, "(none)"),
+            feedback=self._feedback(outcome),
+        )  # fmt: skip
+        text = self._call(agent, msg, ctx).strip()
+        return (
+            [self._insight(task, text, "strategy", 0.5, ctx.t, f"self:{agent.agent_id}")]
+            if text
+            else []
+        )
+
+    def _insight(
+        self, task: Task, text: str, kind: str, quality: float, t: int, source: str
+    ) -> Insight:
+        self._n += 1
+        return Insight(f"L{self._n}", task.niche or "", text[:500], kind, source, t, quality)
+
+
+def _majority(answers: Sequence[str]) -> str:
+    norm = [normalize_answer(a) for a in answers]
+    counts = Counter(norm)
+    top = max(counts.values())
+    return next(a for a, n in zip(answers, norm, strict=True) if counts[n] == top)

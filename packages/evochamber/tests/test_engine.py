@@ -1,0 +1,138 @@
+"""The engine on the simulator: determinism, resume, invariance, sanity, bad inputs."""
+
+import json
+
+import numpy as np
+import pytest
+
+from evochamber import (
+    EvoChamber,
+    EvoConfig,
+    NicheTagger,
+    NicheWorld,
+    NicheWorldConfig,
+    SimPolicy,
+    Task,
+)
+from evochamber.baselines import Debate, MajorityVote, SingleAgent
+from evochamber.metrics import n_stable_specialists
+
+WORLD = NicheWorld()
+
+
+def run(cfg=None, seed=0, n=300, world=WORLD):
+    eng = EvoChamber(SimPolicy(world), cfg or EvoConfig(), seed=seed)
+    return eng, eng.run(world.make_stream(n, seed=seed))
+
+
+def test_seeded_runs_give_identical_event_log_hashes():
+    _, a = run(seed=5)
+    _, b = run(seed=5)
+    _, c = run(seed=6)
+    assert a.digest() == b.digest() != c.digest()
+
+
+def test_save_load_resumes_exactly(tmp_path):
+    tasks = WORLD.make_stream(200, seed=1)
+    full = EvoChamber(SimPolicy(WORLD), EvoConfig(period=25), seed=1)
+    full.run(tasks)
+    half = EvoChamber(SimPolicy(WORLD), EvoConfig(period=25), seed=1)
+    half.run(tasks[:100])
+    half.save(tmp_path / "state.json", tasks[:100])
+    back = EvoChamber.load(tmp_path / "state.json", SimPolicy(WORLD))
+    back.policy.counter = half.policy.counter  # the simulator's answer counter is not engine state
+    back.run(tasks[100:])
+    assert back.log.digest() == full.log.digest()
+    assert json.loads((tmp_path / "state.json").read_text())["tasks"][0]["task_id"] == "t00000"
+
+
+def test_noise_off_world_is_solved_perfectly():
+    world = NicheWorld(NicheWorldConfig.noise_off())
+    _, log = run(seed=0, n=200, world=world)
+    assert log.accuracy() == 1.0
+
+
+def test_random_teams_give_at_most_one_stable_specialist():
+    counts = [n_stable_specialists(run(EvoConfig(teams="random"), seed=s, n=600)[1].steps)
+              for s in range(2)]  # fmt: skip
+    assert max(counts) <= 1, counts
+
+
+def test_memoryless_baselines_write_nothing():
+    for b in (SingleAgent(SimPolicy(WORLD)), MajorityVote(SimPolicy(WORLD)),
+              Debate(SimPolicy(WORLD))):  # fmt: skip
+        log = b.run(WORLD.make_stream(100, seed=0))
+        assert sum(s["codream_calls"] for s in log.steps) == 0
+    with pytest.raises(ValueError, match="only rounds=2"):
+        Debate(SimPolicy(WORLD), rounds=3)
+
+
+def test_cost_is_recorded_per_structure():
+    _, log = run(EvoConfig(structure="DEBATE", lifecycle=False), n=50)
+    assert all(s["calls"] - s["codream_calls"] == 6 for s in log.steps)  # 2 rounds x 3 members
+    fired = [s for s in log.steps if s["codream"]]
+    assert fired
+    assert all(s["codream_calls"] == 5 for s in fired)
+
+
+@pytest.mark.slow
+def test_permuting_agent_ids_leaves_metric_distributions_unchanged():
+    from scipy.stats import ks_2samp
+
+    def acc(seed, permute):
+        eng = EvoChamber(SimPolicy(WORLD), EvoConfig(), seed=seed)
+        if permute:
+            order = np.random.default_rng(1000 + seed).permutation(len(eng.population))
+            for a, i in zip(eng.population.agents, order, strict=True):
+                a.agent_id = f"p{i:02d}"
+            eng.population.agents.sort(key=lambda a: a.agent_id)
+        return eng.run(WORLD.make_stream(300, seed=seed)).accuracy(100)
+
+    base = [acc(s, False) for s in range(20)]
+    perm = [acc(s, True) for s in range(20)]
+    assert ks_2samp(base, perm).pvalue > 0.01
+
+
+def test_tagger_labels_tasks_without_niche():
+    tagger = NicheTagger({"math": ["integral"], "code": ["python"]})
+    tasks = [Task("1", None, "an integral", check=lambda a: True),
+             Task("2", None, "some python", check=lambda a: True)]  # fmt: skip
+    from evochamber import LLMPolicy, ScriptedChatModel
+
+    eng = EvoChamber(LLMPolicy(ScriptedChatModel(["Answer: 1"])),
+                     EvoConfig(n_agents=3, lifecycle=False), tagger=tagger)  # fmt: skip
+    log = eng.run(tasks)
+    assert [s["niche"] for s in log.steps] == ["math", "code"]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"team_size": 0}, "team size must be an integer in 1..5"),
+        ({"team_size": 4, "n_agents": 3}, "exceeds the population size 3"),
+        ({"capacity": 0}, "capacity must be an integer >= 1"),
+        ({"n_min": 30, "n_max": 24}, r"n_min \(30\) must be <= n_max \(24\)"),
+        ({"n_min": 2, "team_size": 3}, r"n_min \(2\) must be >= the team size \(3\)"),
+        ({"lam": 0.0}, r"lam must be in \(0, 1\]"),
+        ({"lam": 1.5}, r"lam must be in \(0, 1\]"),
+        ({"structure": "chorus"}, "unknown structure 'chorus'"),
+        ({"routing": "gossip"}, "unknown routing 'gossip'"),
+        ({"teams": "friends"}, "unknown teams 'friends'"),
+    ],
+)
+def test_bad_config(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        EvoConfig(**kwargs)
+
+
+def test_bad_streams(tmp_path):
+    eng = EvoChamber(SimPolicy(WORLD), EvoConfig())
+    with pytest.raises(ValueError, match="the task stream is empty"):
+        eng.run([])
+    with pytest.raises(ValueError, match="has no niche and no NicheTagger"):
+        eng.run([Task("x", None, "p")])
+    t = WORLD.make_stream(2)
+    with pytest.raises(ValueError, match="duplicate task id 't00000'"):
+        eng.run([t[0], t[0]])
+    with pytest.raises(ValueError, match="meta that is not JSON-serialisable"):
+        eng.save(tmp_path / "s.json", [Task("x", "n0", "p", meta={"f": object()})])

@@ -1,0 +1,236 @@
+"""Helpers of the eo-wm benchmark: world, models, evaluation, claims (not shipped in the wheel)."""
+
+from __future__ import annotations
+
+import time
+import warnings
+from typing import Any
+
+import numpy as np
+import torch
+
+from eo_wm import metrics as M
+from eo_wm.baselines import (
+    ConvLSTMForecaster,
+    persistence_forecast,
+    predict_convlstm,
+    train_convlstm,
+)
+from eo_wm.model import EOWMConfig, EOWorldModel
+from eo_wm.simulator import (
+    LandSurfaceSimulator,
+    frame_ndvi,
+    make_counterfactual_pairs,
+    make_dataset,
+    make_extreme_summer,
+    make_seasonal_pairs,
+    stack_windows,
+    summer_windows,
+    to_tensors,
+)
+from eo_wm.train import sample_ensemble, train_model
+from eo_wm.weather import WeatherDecomposer
+
+DIFFUSION = {"eo_wm": {}, "undiff_diffusion": {"conditioning": "undifferentiated"}}
+ABLATIONS = {"eo_wm_no_stress": {"use_stress": False}, "eo_wm_merged": {"conditioning": "merged"}}
+
+
+def _select(w: dict[str, np.ndarray], idx: np.ndarray) -> dict[str, np.ndarray]:
+    return {k: v[idx] for k, v in w.items()}
+
+
+def build_world(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
+    """Simulate train and test scenes, fit the decomposer, cut every evaluation set."""
+    t0 = time.perf_counter()
+    train_sim = LandSurfaceSimulator(cfg["train_locations"], cfg["grid"], seed=10 * seed + 1)
+    test_sim = LandSurfaceSimulator(cfg["test_locations"], cfg["grid"], seed=10 * seed + 2)
+    train_cube, test_cube = train_sim.simulate(cfg["years"]), test_sim.simulate(cfg["years"])
+    dec = WeatherDecomposer().fit(
+        train_cube["weather"].reshape(-1, 3),
+        np.tile(train_cube["doy"], cfg["train_locations"]), variables=["temp", "precip", "rad"],
+    )
+    train = to_tensors(make_dataset(train_cube, cfg["train_windows"], seed), dec)
+    test = summer_windows(test_cube)
+    rng = np.random.default_rng(seed)
+    ext = make_extreme_summer(test)
+    ext = np.sort(rng.choice(ext, min(len(ext), cfg["n_extreme"]), replace=False))
+    pairs = make_seasonal_pairs(test, n_pairs=cfg["n_pairs"], seed=seed)
+    used = np.unique(np.concatenate([ext, pairs.ravel()]))
+    pos = {int(i): k for k, i in enumerate(used)}
+    cf_a, cf_b = make_counterfactual_pairs(test_sim, test_cube, cfg["n_cf"], seed=seed)
+    evalw = _select(test, used)
+    evalw["clim_ndvi"] = _climatology(test, used)
+    return {
+        "decomposer": dec, "train": train, "eval": evalw, "eval_t": to_tensors(evalw, dec),
+        "extreme": np.array([pos[int(i)] for i in ext], dtype=int),
+        "pairs": np.vectorize(pos.get)(pairs) if len(pairs) else pairs,
+        "cf": to_tensors(stack_windows([*_rows(cf_a), *_rows(cf_b)]), dec), "n_cf": cfg["n_cf"],
+        "cf_np": (cf_a, cf_b), "sim_s": time.perf_counter() - t0,
+    }
+
+
+def _rows(w: dict[str, np.ndarray]) -> list[dict[str, np.ndarray]]:
+    n = len(w["context"])
+    return [{k: v[i] for k, v in w.items()} for i in range(n)]
+
+
+def _climatology(test: dict[str, np.ndarray], used: np.ndarray) -> np.ndarray:
+    """Per-pixel NDVI climatology of each window's target from the scene's other years."""
+    nd = M.ndvi(test["target"])
+    nd = np.where(test["target_mask"][:, :, 0] > 0.5, nd, np.nan)
+    out = []
+    for i in used:
+        same = (test["location"] == test["location"][i]) & (test["start"] % 73 == test["start"][i] % 73)
+        same[i] = False
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            out.append(np.nanmean(nd[same], 0))
+    return np.stack(out)
+
+
+def model_config(cfg: dict[str, Any], **kw: Any) -> EOWMConfig:
+    return EOWMConfig(4, 3, 3, 8, 12, cfg["grid"], patch_size=cfg["patch"], hidden=cfg["hidden"],
+                      depth=cfg["depth"], heads=cfg["heads"], n_stress=4, **kw)
+
+
+def run_models(cfg: dict[str, Any], world: dict[str, Any], seed: int) -> dict[str, dict]:
+    """Train every model on the world; return its predictions and costs."""
+    out: dict[str, dict] = {}
+    models = dict(DIFFUSION, **(ABLATIONS if cfg["ablations"] else {}))
+    for k, (name, kw) in enumerate(models.items()):
+        torch.manual_seed(1000 * seed + k)
+        model = EOWorldModel(model_config(cfg, **kw))
+        g = torch.Generator().manual_seed(seed)
+        t = time.perf_counter()
+        train_model(model, world["train"], cfg["steps"], cfg["batch"], cfg["lr"], generator=g)
+        train_s = time.perf_counter() - t
+        t = time.perf_counter()
+        preds = {s: sample_ensemble(model, world[s], cfg["members"], cfg["euler_steps"],
+                                    generator=torch.Generator().manual_seed(seed + 7)).numpy()
+                 for s in ("eval_t", "cf")}
+        n_win = len(world["eval_t"]["context"]) + len(world["cf"]["context"])
+        out[name] = {"members": preds, "train_s": train_s,
+                     "sample_s_per_window": (time.perf_counter() - t) / n_win,
+                     "calls_per_window": cfg["members"] * cfg["euler_steps"],
+                     "params": sum(p.numel() for p in model.parameters())}
+    torch.manual_seed(1000 * seed + 99)
+    lstm = ConvLSTMForecaster(4, 3, 3, 12, hidden=cfg["lstm_hidden"])
+    t = time.perf_counter()
+    train_convlstm(lstm, world["train"], cfg["steps"], cfg["batch"], cfg["lr"],
+                   generator=torch.Generator().manual_seed(seed))
+    train_s = time.perf_counter() - t
+    t = time.perf_counter()
+    pr = {s: predict_convlstm(lstm, world[s]).numpy()[None] for s in ("eval_t", "cf")}
+    n_win = len(world["eval_t"]["context"]) + len(world["cf"]["context"])
+    out["convlstm"] = {"members": pr, "train_s": train_s, "calls_per_window": 1,
+                       "sample_s_per_window": (time.perf_counter() - t) / n_win,
+                       "params": sum(p.numel() for p in lstm.parameters())}
+    out["persistence"] = {"members": {s: persistence_forecast(
+        world[s]["context"].numpy(), world[s]["context_mask"].numpy(), 12)[None]
+        for s in ("eval_t", "cf")}}
+    return out
+
+
+def evaluate(world: dict[str, Any], pred: dict[str, Any], clim: bool = False) -> dict[str, float]:
+    """Every metric of one model on one world (ensemble mean for deterministic metrics)."""
+    ev = world["eval"]
+    tgt, tmask = ev["target"], ev["target_mask"]
+    gt_traj = frame_ndvi(tgt, tgt, tmask)
+    ctx_traj = frame_ndvi(ev["context"], ev["context"], ev["context_mask"])
+    base = M.baseline_ndvi(ctx_traj)
+    gt_nd = M.ndvi(tgt)
+    if clim:  # NDVI-only forecast
+        p_nd = ev["clim_ndvi"]
+        mem_traj = M.ndvi_trajectory(np.nan_to_num(p_nd, nan=0.0), gt_nd, tmask)[None]
+        out = {"ndvi_mae": _nd_mae(p_nd, gt_nd, tmask)}
+    else:
+        members = pred["members"]["eval_t"]
+        mean = members.mean(0)
+        mem_traj = np.stack([frame_ndvi(m, tgt, tmask) for m in members])
+        out = {"pixel_mae": M.pixel_mae(mean, tgt, tmask), "ndvi_mae": M.ndvi_mae(mean, tgt, tmask)}
+    traj = mem_traj.mean(0) if clim else frame_ndvi(pred["members"]["eval_t"].mean(0), tgt, tmask)
+    e = world["extreme"]
+    dae = M.drop_amplitude_error(traj[e], gt_traj[e], base[e])
+    bins = M.severity_bins(M.gt_drop(gt_traj[e], base[e]))
+    out.update(es_dae=float(np.nanmean(dae)), es_dae_low=float(np.nanmean(dae[bins == 0])),
+               es_dae_high=float(np.nanmean(dae[bins == 2])),
+               es_trough_mae=float(np.nanmean(M.trough_ndvi_mae(traj[e], gt_traj[e]))))
+    pa, pb = world["pairs"][:, 0], world["pairs"][:, 1]
+    args = (traj[pa], traj[pb], gt_traj[pa], gt_traj[pb])
+    out.update(sp_dhr=M.directional_hit_rate(*args), sp_drr=M.divergence_reproduction_ratio(*args),
+               sp_pdc=M.paired_divergence_correlation(*args))
+    crps = M.crps_ensemble(mem_traj, gt_traj)
+    out["ndvi_crps"] = float(np.nanmean(crps))
+    if mem_traj.shape[0] > 1:
+        out["spread_skill"] = M.spread_skill(mem_traj, gt_traj)
+    if not clim:
+        out.update(_cf_metrics(world, pred))
+    return out
+
+
+def _nd_mae(p_nd: np.ndarray, gt_nd: np.ndarray, mask: np.ndarray) -> float:
+    keep = (mask[:, :, 0] > 0.5) & M.vegetation_mask(gt_nd) & np.isfinite(p_nd)
+    return float(np.abs(p_nd - gt_nd)[keep].mean())
+
+
+def _cf_metrics(world: dict[str, Any], pred: dict[str, Any]) -> dict[str, float]:
+    cf_a, cf_b = world["cf_np"]
+    n = world["n_cf"]
+    mean = pred["members"]["cf"].mean(0)
+    ta = frame_ndvi(mean[:n], cf_a["target"], cf_a["target_mask"])
+    tb = frame_ndvi(mean[n:], cf_b["target"], cf_b["target_mask"])
+    ga = frame_ndvi(cf_a["target"], cf_a["target"], cf_a["target_mask"])
+    gb = frame_ndvi(cf_b["target"], cf_b["target"], cf_b["target_mask"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return {"cf_dhr": M.directional_hit_rate(ta, tb, ga, gb),
+                "cf_drr": M.divergence_reproduction_ratio(ta, tb, ga, gb),
+                "cf_pdc": M.paired_divergence_correlation(ta, tb, ga, gb)}
+
+
+def calibration(world: dict[str, Any]) -> dict[str, float]:
+    """How much room the world leaves: GT drops of the extreme set, pair divergence, sizes."""
+    ev = world["eval"]
+    gt = frame_ndvi(ev["target"], ev["target"], ev["target_mask"])
+    base = M.baseline_ndvi(frame_ndvi(ev["context"], ev["context"], ev["context_mask"]))
+    e, p = world["extreme"], world["pairs"]
+    cf_a, cf_b = world["cf_np"]
+    ga = frame_ndvi(cf_a["target"], cf_a["target"], cf_a["target_mask"])
+    gb = frame_ndvi(cf_b["target"], cf_b["target"], cf_b["target_mask"])
+    return {
+        "es_gt_drop_mean": float(np.nanmean(M.gt_drop(gt[e], base[e]))),
+        "sp_gt_steps_over_0.02": float(np.mean(np.abs(gt[p[:, 0]] - gt[p[:, 1]]) > 0.02)),
+        "cf_gt_steps_over_0.02": float(np.mean(np.abs(ga - gb) > 0.02)),
+        "n_extreme": float(len(e)), "n_pairs": float(len(p)), "n_cf": float(world["n_cf"]),
+    }
+
+
+HIGHER = {"sp_dhr": True, "cf_dhr": True, "sp_pdc": True, "cf_pdc": True}
+COSTS = ("train_s", "sample_s_per_window", "calls_per_window", "params")
+
+
+def run_seed(cfg: dict[str, Any], seed: int) -> dict[str, dict[str, float]]:
+    """One world and every model on it: ``{model: {metric: value}}`` plus ``_world``."""
+    world = build_world(cfg, seed)
+    preds = run_models(cfg, world, seed)
+    out = {name: {**evaluate(world, p), **{c: float(p[c]) for c in COSTS if c in p}}
+           for name, p in preds.items()}
+    out["climatology"] = evaluate(world, None, clim=True)
+    out["_world"] = {**calibration(world), "sim_s": world["sim_s"]}
+    return out
+
+
+def rows(per_seed: list[dict[str, dict[str, float]]]) -> list[tuple[str, str, list[float], Any]]:
+    """``(method, metric, values over seeds, higher_is_better)`` for every cell measured."""
+    out = []
+    for name, mets in per_seed[0].items():
+        for met in mets:
+            vals = [s[name][met] for s in per_seed if met in s[name]]
+            hib = None if name == "_world" or met in COSTS else HIGHER.get(met, False)
+            out.append(("world" if name == "_world" else name, met, vals, hib))
+    return out
+
+
+def mean(per_seed: list[dict[str, dict[str, float]]], name: str, met: str) -> float:
+    vals = [s[name].get(met, np.nan) for s in per_seed]
+    return float(np.mean(vals)) if vals else float("nan")

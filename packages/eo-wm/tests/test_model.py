@@ -1,0 +1,167 @@
+import numpy as np
+import pytest
+import torch
+
+from eo_wm import EOWMConfig, EOWorldModel, LatentAutoencoderWrapper, flow_matching_loss
+
+B, TC, TF, HW = 2, 2, 3, 8
+
+
+def _cfg(**kw):
+    base = dict(in_channels=4, static_channels=3, n_weather=3, t_context=TC, t_future=TF,
+                image_size=HW, patch_size=4, hidden=16, depth=2, heads=2, n_stress=4)
+    return EOWMConfig(**{**base, **kw})
+
+
+def _inputs(seed=0, mode="decomposed"):
+    g = torch.Generator().manual_seed(seed)
+    ctx = torch.rand(B, TC, 4, HW, HW, generator=g)
+    msk = (torch.rand(B, TC, 1, HW, HW, generator=g) > 0.2).float()
+    st = torch.rand(B, 3, HW, HW, generator=g)
+    T = TC + TF
+    doy = torch.full((B, T), 180.0)
+    if mode == "undifferentiated":
+        cond = {"weather": torch.randn(B, T, 3, generator=g), "doy": doy}
+    else:
+        cond = {"baseline": torch.randn(B, T, 3, generator=g),
+                "anomaly": torch.randn(B, T, 3, generator=g),
+                "stress": torch.rand(B, T, 4, generator=g), "doy": doy}
+    return ctx, msk, st, cond
+
+
+def _batch(mode="decomposed"):
+    ctx, msk, st, cond = _inputs(mode=mode)
+    return {"context": ctx, "context_mask": msk, "static": st, "target": torch.rand(B, TF, 4, HW, HW),
+            "target_mask": torch.ones(B, TF, 1, HW, HW), **cond}
+
+
+@pytest.mark.parametrize("mode", ["decomposed", "undifferentiated", "merged"])
+def test_shapes(mode):
+    torch.manual_seed(0)
+    m = EOWorldModel(_cfg(conditioning=mode))
+    ctx, msk, st, cond = _inputs(mode=mode)
+    v = m(torch.randn(B, TF, 4, HW, HW), torch.rand(B), ctx, msk, st, cond)
+    assert v.shape == (B, TF, 4, HW, HW)
+    assert m.sample(ctx, msk, st, cond, n_members=3, n_steps=2).shape == (3, B, TF, 4, HW, HW)
+
+
+def test_initial_output_ignores_cond_then_learns_from_the_anomaly():
+    torch.manual_seed(0)
+    m = EOWorldModel(_cfg(cond_dropout=0.0))
+    ctx, msk, st, cond = _inputs()
+    x, s = torch.randn(B, TF, 4, HW, HW), torch.rand(B)
+    cond2 = {**cond, "anomaly": cond["anomaly"] + 3.0}
+    assert torch.equal(m(x, s, ctx, msk, st, cond), m(x, s, ctx, msk, st, cond2))
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
+    for _ in range(2):
+        loss = flow_matching_loss(m, _batch(), torch.Generator().manual_seed(1))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    d = (m(x, s, ctx, msk, st, cond) - m(x, s, ctx, msk, st, cond2)).abs().max()
+    assert d > 1e-6
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_causal_forcing_mask_at_token_level(causal):
+    torch.manual_seed(0)
+    m = EOWorldModel(_cfg(causal_forcing=causal))
+    attn = m.blocks[0].cross
+    torch.nn.init.normal_(attn.out.weight)
+    T, N = TC + TF, m.n_patches
+    q = torch.randn(1, T * N, 16)
+    f = torch.randn(1, T, 16)
+    f2 = f.clone()
+    t_prime = 3
+    f2[:, t_prime] += 1.0
+    mask = m.cross_mask()
+    a, b = attn(q, f, mask), attn(q, f2, mask)
+    change = (a - b).abs().amax(-1).view(T, N).amax(-1)
+    if causal:
+        assert torch.all(change[:t_prime] == 0) and torch.all(change[t_prime:] > 0)
+    else:
+        assert torch.all(change > 0)
+
+
+def test_modes_reject_the_other_inputs():
+    ctx, msk, st, cond = _inputs()
+    _, _, _, raw = _inputs(mode="undifferentiated")
+    x, s = torch.randn(B, TF, 4, HW, HW), torch.rand(B)
+    with pytest.raises(ValueError, match="undifferentiated mode"):
+        EOWorldModel(_cfg(conditioning="undifferentiated"))(x, s, ctx, msk, st, cond)
+    with pytest.raises(ValueError, match="raw 'weather'"):
+        EOWorldModel(_cfg())(x, s, ctx, msk, st, raw)
+
+
+def test_bad_inputs():
+    m = EOWorldModel(_cfg())
+    ctx, msk, st, cond = _inputs()
+    x, s = torch.randn(B, TF, 4, HW, HW), torch.rand(B)
+    with pytest.raises(ValueError, match="divisible by patch_size"):
+        _cfg(image_size=10)
+    with pytest.raises(ValueError, match="t_context"):
+        m(x, s, ctx[:, :1], msk[:, :1], st, cond)
+    with pytest.raises(ValueError, match="t_future"):
+        m(x[:, :2], s, ctx, msk, st, cond)
+    short = {k: v[:, :-1] for k, v in cond.items()}
+    with pytest.raises(ValueError, match="t_context \\+ t_future"):
+        m(x, s, ctx, msk, st, short)
+    with pytest.raises(ValueError, match=r"doy must lie in \[1, 366\]"):
+        m(x, s, ctx, msk, st, {**cond, "doy": cond["doy"] + 300})
+    with pytest.raises(ValueError, match="0 or 1"):
+        m(x, s, ctx, msk * 0.5, st, cond)
+    with pytest.raises(ValueError, match="context_mask must have shape"):
+        m(x, s, ctx, msk[..., :4], st, cond)
+    with pytest.raises(ValueError, match="conditioning must be"):
+        _cfg(conditioning="other")
+
+
+def test_sampling_members_seeds_and_full_cloud():
+    torch.manual_seed(0)
+    m = EOWorldModel(_cfg())
+    for p in m.parameters():  # leave the zero init so the output depends on the noise path
+        torch.nn.init.normal_(p, std=0.05)
+    ctx, msk, st, cond = _inputs()
+    a = m.sample(ctx, msk, st, cond, 3, 4, generator=torch.Generator().manual_seed(5))
+    b = m.sample(ctx, msk, st, cond, 3, 4, generator=torch.Generator().manual_seed(5))
+    assert torch.equal(a, b)
+    assert (a[0] - a[1]).abs().max() > 1e-3
+    c = m.sample(ctx, torch.zeros_like(msk), st, cond, 2, 4, method="heun", guidance=2.0,
+                 generator=torch.Generator().manual_seed(5))
+    assert torch.isfinite(c).all()
+
+
+class _TinyAE(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.enc = torch.nn.Conv2d(4, 2, 2, stride=2)
+        self.dec = torch.nn.ConvTranspose2d(2, 4, 2, stride=2)
+
+    def encode(self, x):
+        return self.enc(x)
+
+    def decode(self, z):
+        return self.dec(z)
+
+
+def test_latent_wrapper_round_trip_shapes():
+    torch.manual_seed(0)
+    wrap = LatentAutoencoderWrapper(_TinyAE())
+    ctx, msk, st, cond = _inputs()
+    cfg = _cfg(in_channels=2, image_size=HW // 2, patch_size=2)
+    out = wrap.sample(EOWorldModel(cfg), ctx, msk, st, cond, n_members=2, n_steps=2)
+    assert out.shape == (2, B, TF, 4, HW, HW)
+    with pytest.raises(TypeError, match="encode"):
+        LatentAutoencoderWrapper(torch.nn.Linear(2, 2))
+
+
+def test_loss_ignores_cloudy_target_pixels():
+    torch.manual_seed(0)
+    m = EOWorldModel(_cfg())
+    batch = _batch()
+    batch["target_mask"][:, :, :, :4] = 0
+    l1 = flow_matching_loss(m, batch, torch.Generator().manual_seed(0))
+    batch["target"][:, :, :, :4] += 100.0
+    l2 = flow_matching_loss(m, batch, torch.Generator().manual_seed(0))
+    assert float(l1) == pytest.approx(float(l2))
+    assert np.isfinite(float(l1))

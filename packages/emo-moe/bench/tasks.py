@@ -25,7 +25,7 @@ from emo_moe import (
 )
 from emo_moe.baselines import random_expert_subsets, standard_moe
 from emo_moe.corpus import ByteTokenizer
-from methodkit.bench import check, compare
+from methodkit.bench import Claim, check, compare
 
 MODELS = ("standard", "emo")
 _CORPUS: dict[tuple[int, int], Any] = {}
@@ -47,7 +47,9 @@ def model_config(cfg: dict[str, Any], router: str) -> TinyMoEConfig:
     return base if router == "emo" else standard_moe(base)
 
 
-def train(mcfg: TinyMoEConfig, rows: torch.Tensor, cfg: dict[str, Any], seed: int):
+def train(
+    mcfg: TinyMoEConfig, rows: torch.Tensor, cfg: dict[str, Any], seed: int
+) -> tuple[TinyMoELM, float]:
     """AdamW with warm-up and cosine decay; the same data order for every model of a seed."""
     torch.manual_seed(seed)
     model = TinyMoELM(mcfg)
@@ -147,7 +149,7 @@ def _higher_is_better(metric: str) -> bool | None:
     return metric == "nmi"
 
 
-def summarize(per_seed: list[dict[str, Any]], cfg: dict[str, Any]):
+def summarize(per_seed: list[dict[str, Any]], cfg: dict[str, Any]) -> tuple[list, list, dict]:
     """Rows ``(method, metric, values, higher_is_better)``, claims and per-seed extras."""
     E = cfg["model"]["num_experts"]
     sizes = [round(f * E) for f in cfg["fractions"]]
@@ -174,7 +176,7 @@ def summarize(per_seed: list[dict[str, Any]], cfg: dict[str, Any]):
     return rows, claims(mean, sizes), {"per_seed": per_seed_rows}
 
 
-def ratio_claim(text: str, value: float, reference: float, scale: float):
+def ratio_claim(text: str, value: float, reference: float, scale: float) -> Claim:
     """``value <= scale * reference`` for loss increases; not measured when the reference shows
     no degradation (a ratio of a non-positive Delta tests nothing)."""
     if not reference > 0:

@@ -16,11 +16,12 @@ compare numbers only within one environment.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import json
 import random
 import sysconfig
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,7 +50,7 @@ class ByteTokenizer:
     def encode(self, text: str, add_eos: bool = False) -> list[int]:
         """Bytes of ``text`` (and EOS)."""
         ids = list(text.encode("utf-8"))
-        return ids + [self.eos_id] if add_eos else ids
+        return [*ids, self.eos_id] if add_eos else ids
 
     def decode(self, ids: Sequence[int]) -> str:
         """Text of ``ids``; EOS and PAD are dropped, invalid UTF-8 replaced."""
@@ -67,7 +68,8 @@ class OfflineCorpus:
     sizes: dict[str, int] = field(default_factory=dict)
 
 
-def _stdlib_files() -> list[Path]:
+@functools.lru_cache(maxsize=1)
+def _stdlib_files() -> tuple[Path, ...]:
     root = Path(sysconfig.get_paths()["stdlib"])
     skip = {"test", "tests", "idle_test", "site-packages", "dist-packages", "__pycache__"}
     files = []
@@ -76,7 +78,7 @@ def _stdlib_files() -> list[Path]:
         if skip & set(parts) or p.name.startswith("test_") or "tests" in p.name:
             continue
         files.append(p)
-    return files
+    return tuple(files)
 
 
 def _chunk_lines(text: str, limit: int = _MAX_DOC) -> list[str]:
@@ -95,7 +97,7 @@ def _chunk_lines(text: str, limit: int = _MAX_DOC) -> list[str]:
     return docs
 
 
-def _take(docs, budget: int) -> list[str]:
+def _take(docs: Iterable[str], budget: int) -> list[str]:
     out, used = [], 0
     for d in docs:
         if used >= budget:
@@ -110,7 +112,7 @@ def _take(docs, budget: int) -> list[str]:
     return out
 
 
-def _code_docs():
+def _code_docs() -> Iterator[str]:
     for p in _stdlib_files():
         try:
             text = p.read_text(encoding="utf-8")
@@ -119,7 +121,7 @@ def _code_docs():
         yield from _chunk_lines(text)
 
 
-def _prose_docs():
+def _prose_docs() -> Iterator[str]:
     try:
         from pydoc_data.topics import topics
 
@@ -215,7 +217,7 @@ def _data_doc(r: random.Random) -> str:
     return json.dumps(recs, indent=1) + "\n"
 
 
-def _generated(make, seed: int, budget: int) -> list[str]:
+def _generated(make: Callable[[random.Random], str], seed: int, budget: int) -> list[str]:
     r = random.Random(seed)
     out, used = [], 0
     while used < budget:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
+from torch.nn import functional as nnf
 
 from emo_moe.routing import RouterOutput, TopKRouter
 
@@ -22,7 +22,7 @@ class SwiGLUExpert(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Apply the expert to ``(..., d_model)``."""
-        return self.w_down(F.silu(self.w_gate(x)) * self.w_up(x))
+        return self.w_down(nnf.silu(self.w_gate(x)) * self.w_up(x))
 
 
 class MoEFeedForward(nn.Module):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 
@@ -13,7 +14,7 @@ __all__ = ["GRANULARITIES", "global_load_balancing_loss", "router_z_loss"]
 GRANULARITIES = ("global", "sequence")
 
 
-def _all_reduce(x: torch.Tensor, group) -> torch.Tensor:
+def _all_reduce(x: torch.Tensor, group: Any) -> torch.Tensor:
     import torch.distributed as dist
 
     x = x.detach().clone()
@@ -21,8 +22,10 @@ def _all_reduce(x: torch.Tensor, group) -> torch.Tensor:
     return x
 
 
-def _layer_loss(out: RouterOutput, num_experts: int, top_k: int, granularity: str, group):
-    probs = out.probs.float()
+def _layer_loss(
+    out: RouterOutput, num_experts: int, top_k: int, granularity: str, group: Any
+) -> torch.Tensor:
+    probs = out.probs.to(torch.promote_types(out.probs.dtype, torch.float32))
     idx = out.expert_indices
     if granularity == "sequence":  # ablation: one balance term per row, then averaged
         B = probs.shape[0]
@@ -49,7 +52,7 @@ def global_load_balancing_loss(
     router_outputs: Sequence[RouterOutput],
     num_experts: int,
     top_k: int,
-    process_group=None,
+    process_group: Any = None,
     granularity: str = "global",
 ) -> torch.Tensor:
     """``L_lb = (E / k) sum_e f_e P_bar_e``, counted over the whole global batch, mean over layers.

@@ -6,8 +6,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
+from torch.nn import functional as nnf
 
 from emo_moe.corpus import ByteTokenizer, pack_documents
 
@@ -28,7 +28,7 @@ def rows_loss(
             logits = model(x)["logits"][:, :-1]
             tgt = x[:, 1:]
             keep = tgt != pad_id
-            ce = F.cross_entropy(
+            ce = nnf.cross_entropy(
                 logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1), reduction="none"
             ).view_as(tgt)
             total += float(ce[keep].sum())

@@ -6,13 +6,13 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import nn
+from torch.nn import functional as nnf
 
 from emo_moe.documents import doc_ids_from_eos, validate_doc_ids
 from emo_moe.layers import MoEFeedForward
 from emo_moe.losses import GRANULARITIES, global_load_balancing_loss, router_z_loss
-from emo_moe.routing import POOL_MODES, DocumentPoolRouter, TopKRouter
+from emo_moe.routing import POOL_MODES, DocumentPoolRouter, RouterOutput, TopKRouter
 
 __all__ = ["ROUTERS", "TinyMoEConfig", "TinyMoELM"]
 
@@ -83,11 +83,11 @@ class _Attention(nn.Module):
         B, S, d = x.shape
         q, k, v = self.qkv(x).view(B, S, 3, self.n_heads, d // self.n_heads).permute(2, 0, 3, 1, 4)
         if doc_ids is None:
-            o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            o = nnf.scaled_dot_product_attention(q, k, v, is_causal=True)
         else:  # causal and inside the document only
             causal = torch.ones(S, S, dtype=torch.bool, device=x.device).tril()
             same = doc_ids.unsqueeze(2) == doc_ids.unsqueeze(1)
-            o = F.scaled_dot_product_attention(q, k, v, attn_mask=(causal & same).unsqueeze(1))
+            o = nnf.scaled_dot_product_attention(q, k, v, attn_mask=(causal & same).unsqueeze(1))
         return self.proj(o.transpose(1, 2).reshape(B, S, d))
 
 
@@ -113,7 +113,9 @@ class _Block(nn.Module):
             cfg.d_model, cfg.d_expert, cfg.num_experts, cfg.top_k, cfg.num_shared, router=router
         )
 
-    def forward(self, x, doc_ids, attn_doc_ids):
+    def forward(
+        self, x: torch.Tensor, doc_ids: torch.Tensor, attn_doc_ids: torch.Tensor | None
+    ) -> tuple[torch.Tensor, RouterOutput]:
         x = x + self.attn(self.ln1(x), attn_doc_ids)
         y, out = self.moe(self.ln2(x), doc_ids=doc_ids)
         return x + y, out
@@ -166,7 +168,7 @@ class TinyMoELM(nn.Module):
         if input_ids.dim() != 2:
             raise ValueError(f"input_ids must have shape (B, S), got {tuple(input_ids.shape)}")
         B, S = input_ids.shape
-        if S > cfg.max_len:
+        if cfg.max_len < S:
             raise ValueError(f"sequence length {S} exceeds max_len={cfg.max_len}")
         if doc_ids is None:
             doc_ids = doc_ids_from_eos(input_ids, cfg.eos_id)
@@ -179,15 +181,22 @@ class TinyMoELM(nn.Module):
         for block in self.blocks:
             x, out = block(x, doc_ids, attn_ids)
             outs.append(out)
-        logits = F.linear(self.ln_f(x), self.tok_emb.weight)
-        aux = cfg.lb_weight * global_load_balancing_loss(
-            outs, cfg.num_experts, cfg.top_k, granularity=cfg.lb_granularity
-        )
+        logits = nnf.linear(self.ln_f(x), self.tok_emb.weight)
+        # per layer with its own expert count (a pruned model may keep different sizes)
+        lb = torch.stack(
+            [
+                global_load_balancing_loss(
+                    [o], o.probs.shape[-1], cfg.top_k, granularity=cfg.lb_granularity
+                )
+                for o in outs
+            ]
+        ).mean()
+        aux = cfg.lb_weight * lb
         if cfg.z_weight:
             aux = aux + cfg.z_weight * router_z_loss(outs)
         lm_loss = loss = None
         if labels is not None:
-            lm_loss = F.cross_entropy(
+            lm_loss = nnf.cross_entropy(
                 logits[:, :-1].reshape(-1, cfg.vocab_size),
                 labels[:, 1:].reshape(-1),
                 ignore_index=-100,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import torch
-import torch.nn.functional as F
 from torch import nn
+from torch.nn import functional as nnf
 
 from emo_moe._emo import apply_pool_mask, document_pool_mask, sample_pool_sizes
 from emo_moe.documents import doc_ids_from_eos, document_index, validate_doc_ids
@@ -43,7 +43,7 @@ def _check_int(name: str, value: int, low: int, high: int | None = None) -> None
 
 
 class TopKRouter(nn.Module):
-    """Standard token-choice router: ``s_t = W_r h_t``, ``p_t = softmax(s_t)``, ``K_t = topk(p_t, k)``.
+    """Standard token-choice router: ``p_t = softmax(W_r h_t)``, ``K_t = topk(p_t, k)``.
 
     Selected weights are not renormalised by default (OLMoE); ``norm_topk_prob=True`` divides
     them by their sum (Mixtral). ``num_shared`` always-on experts are not routed: the router
@@ -85,7 +85,7 @@ class TopKRouter(nn.Module):
 
     def select(self, logits: torch.Tensor, pool_mask: torch.Tensor | None = None) -> RouterOutput:
         """Softmax and top-k on (already masked) logits."""
-        probs = F.softmax(logits, dim=-1)
+        probs = nnf.softmax(logits, dim=-1)
         weights, indices = torch.topk(probs, self.top_k, dim=-1)
         if self.norm_topk_prob:
             weights = weights / weights.sum(dim=-1, keepdim=True)
@@ -170,7 +170,9 @@ class DocumentPoolRouter(TopKRouter):
         """Whether the next forward applies document pools."""
         return self.pool_mode == "always" or (self.pool_mode == "train" and self.training)
 
-    def _doc_ids(self, h, doc_ids, input_ids) -> torch.Tensor:
+    def _doc_ids(
+        self, h: torch.Tensor, doc_ids: torch.Tensor | None, input_ids: torch.Tensor | None
+    ) -> torch.Tensor:
         if doc_ids is None:
             if self.eos_id is None or input_ids is None:
                 raise ValueError(
@@ -199,5 +201,5 @@ class DocumentPoolRouter(TopKRouter):
             )
         else:
             sizes = self.pool_eval
-        mask, _ = document_pool_mask(F.softmax(logits, dim=-1), doc_ids, sizes)
+        mask, _ = document_pool_mask(nnf.softmax(logits, dim=-1), doc_ids, sizes)
         return self.select(apply_pool_mask(logits, mask), mask)

@@ -11,6 +11,7 @@ import copy
 import dataclasses
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 import torch
 from torch import nn
@@ -37,7 +38,9 @@ def _moe_layers(model: nn.Module) -> list[MoEFeedForward]:
     return layers
 
 
-def _check_subsets(subsets, n_layers: int, num_experts: int, top_k: int) -> list[torch.Tensor]:
+def _check_subsets(
+    subsets: Sequence, n_layers: int, num_experts: int, top_k: int
+) -> list[torch.Tensor]:
     if len(subsets) != n_layers:
         raise ValueError(f"need one subset per MoE layer ({n_layers}), got {len(subsets)}")
     out = []
@@ -53,9 +56,8 @@ def _check_subsets(subsets, n_layers: int, num_experts: int, top_k: int) -> list
     return out
 
 
-def _calibration_batches(data) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
-    """Accept a (B, S) tensor, a list of 1-D tensors (one document per row, PAD-free) or
-    a list of (input_ids, doc_ids) pairs."""
+def _calibration_batches(data: Any) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
+    """Batches from a (B, S) tensor, 1-D documents or (input_ids, doc_ids) pairs."""
     if isinstance(data, torch.Tensor):
         data = [data] if data.dim() == 2 else [data.unsqueeze(0)]
     batches = []
@@ -71,14 +73,20 @@ def _calibration_batches(data) -> list[tuple[torch.Tensor, torch.Tensor | None]]
 
 
 @torch.no_grad()
-def _layer_scores(model, layers, batches, method: str, which: int | None) -> torch.Tensor:
+def _layer_scores(
+    model: nn.Module,
+    layers: list[MoEFeedForward],
+    batches: list,
+    method: str,
+    which: int | None,
+) -> torch.Tensor:
     E = layers[0].num_experts
     scores = torch.zeros(len(layers), E, dtype=torch.float64)
     captured: dict[int, tuple] = {}
     hooks = []
     for li, layer in enumerate(layers):
 
-        def hook(mod, args, kwargs, output, li=li):
+        def hook(mod: nn.Module, args: tuple, kwargs: dict, output: Any, li: int = li) -> None:
             captured[li] = (args[0] if args else kwargs["h"], output)
 
         hooks.append(layer.register_forward_hook(hook, with_kwargs=True))
@@ -96,7 +104,9 @@ def _layer_scores(model, layers, batches, method: str, which: int | None) -> tor
     return scores / n_tok
 
 
-def _score(layer: MoEFeedForward, h, y, out, method: str) -> torch.Tensor:
+def _score(
+    layer: MoEFeedForward, h: torch.Tensor, y: torch.Tensor, out: Any, method: str
+) -> torch.Tensor:
     E = layer.num_experts
     if method == "router_prob":  # sum of p_{t,e} over tokens (mean after dividing by T)
         return out.probs.reshape(-1, E).sum(dim=0)
@@ -119,7 +129,7 @@ def _score(layer: MoEFeedForward, h, y, out, method: str) -> torch.Tensor:
 
 def expert_importance(
     model: nn.Module,
-    calibration,
+    calibration: Any,
     method: str = "router_prob",
     greedy_layerwise: bool = False,
     fraction: float | None = None,
@@ -137,6 +147,10 @@ def expert_importance(
         model: a model with :class:`MoEFeedForward` layers.
         calibration: a ``(B, S)`` tensor, a list of 1-D token tensors (documents) or a list of
             ``(input_ids, doc_ids)`` pairs.
+        method: ``"router_prob"`` or ``"output_aware"``.
+        greedy_layerwise: score each layer with the earlier layers already restricted.
+        fraction: subset share for the greedy restriction.
+        m: subset size for the greedy restriction (instead of ``fraction``).
 
     Raises:
         ValueError: Empty calibration data, an unknown method, or greedy without a size.
@@ -281,7 +295,9 @@ def _gate_logits(gate: nn.Module, h: torch.Tensor) -> torch.Tensor:
 
 
 @torch.no_grad()
-def hf_router_logits(model: nn.Module, input_ids: torch.Tensor, **kwargs) -> list[torch.Tensor]:
+def hf_router_logits(
+    model: nn.Module, input_ids: torch.Tensor, **kwargs: Any
+) -> list[torch.Tensor]:
     """Router logits ``(tokens, E)`` of every MoE gate of a transformers model, in depth order."""
     gates = _hf_gates(model)
     logs: list[torch.Tensor | None] = [None] * len(gates)
@@ -299,7 +315,9 @@ def hf_router_logits(model: nn.Module, input_ids: torch.Tensor, **kwargs) -> lis
     return [x for x in logs if x is not None]
 
 
-def _restricted_gate_output(gate: nn.Module, h: torch.Tensor, mask: torch.Tensor, output):
+def _restricted_gate_output(
+    gate: nn.Module, h: torch.Tensor, mask: torch.Tensor, output: Any
+) -> Any:
     logits = _gate_logits(gate, h).masked_fill(~mask.to(h.device), float("-inf"))
     if isinstance(gate, nn.Linear):
         return logits.view(output.shape)

@@ -10,6 +10,7 @@ and network calls per window.
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 
@@ -23,51 +24,128 @@ PACKAGE = "eo-wm"
 # Scaled to fit ~20 min of one CPU core (stated in the README): 300 steps (1/13.3), lr 1e-3
 # for every model to compensate, hidden 64 / depth 3 / patch 8, 10 Euler steps (1/3).
 FULL = {
-    "train_locations": 300, "test_locations": 60, "years": 6, "grid": 16, "train_windows": 2000,
-    "n_extreme": 48, "n_pairs": 32, "n_cf": 32, "patch": 8, "hidden": 64, "depth": 3,
-    "heads": 4, "steps": 300, "batch": 16, "lr": 1e-3, "members": 8, "euler_steps": 10,
-    "lstm_hidden": 32, "ablations": False,
-    "scale": {"train_steps": "300 / 4000 = 1/13.3", "euler_steps": "10 / 30",
-              "model": "hidden 64, depth 3, patch 8 (spec: 96, 4, 4)", "lr": "1e-3 (spec 2e-4)"},
+    "train_locations": 300,
+    "test_locations": 60,
+    "years": 6,
+    "grid": 16,
+    "train_windows": 2000,
+    "n_extreme": 48,
+    "n_pairs": 32,
+    "n_cf": 32,
+    "patch": 8,
+    "hidden": 64,
+    "depth": 3,
+    "heads": 4,
+    "steps": 300,
+    "batch": 16,
+    "lr": 1e-3,
+    "members": 8,
+    "euler_steps": 10,
+    "lstm_hidden": 32,
+    "ablations": False,
+    "scale": {
+        "train_steps": "300 / 4000 = 1/13.3",
+        "euler_steps": "10 / 30",
+        "model": "hidden 64, depth 3, patch 8 (spec: 96, 4, 4)",
+        "lr": "1e-3 (spec 2e-4)",
+    },
 }
 QUICK = {
-    **FULL, "train_locations": 30, "test_locations": 12, "years": 3, "train_windows": 200,
-    "n_extreme": 8, "n_pairs": 6, "n_cf": 6, "hidden": 32, "depth": 1, "heads": 2, "steps": 20,
-    "batch": 8, "members": 4, "euler_steps": 4, "lstm_hidden": 8, "ablations": True,
+    **FULL,
+    "train_locations": 30,
+    "test_locations": 12,
+    "years": 3,
+    "train_windows": 200,
+    "n_extreme": 8,
+    "n_pairs": 6,
+    "n_cf": 6,
+    "hidden": 32,
+    "depth": 1,
+    "heads": 2,
+    "steps": 20,
+    "batch": 8,
+    "members": 4,
+    "euler_steps": 4,
+    "lstm_hidden": 8,
+    "ablations": True,
 }
 
 
 def claims(ps: list) -> list:
     m = lambda name, met: tasks.mean(ps, name, met)  # noqa: E731
-    gain = {k: 1 - m("eo_wm", f"es_dae_{k}") / m("undiff_diffusion", f"es_dae_{k}")
-            for k in ("low", "high")}
+    gain = {
+        k: 1 - m("eo_wm", f"es_dae_{k}") / m("undiff_diffusion", f"es_dae_{k}")
+        for k in ("low", "high")
+    }
     best_px = min(m(b, "pixel_mae") for b in ("undiff_diffusion", "convlstm", "persistence"))
-    best_nd = min(m(b, "ndvi_mae") for b in
-                  ("undiff_diffusion", "convlstm", "persistence", "climatology"))
+    best_nd = min(
+        m(b, "ndvi_mae") for b in ("undiff_diffusion", "convlstm", "persistence", "climatology")
+    )
     ss = m("eo_wm", "spread_skill")
     return [
-        compare("Extreme Summer DAE: EO-WM <= 0.9 x undifferentiated diffusion",
-                m("eo_wm", "es_dae"), "<=", m("undiff_diffusion", "es_dae"), scale=0.9),
-        compare("Extreme Summer DAE: EO-WM <= 0.9 x ConvLSTM",
-                m("eo_wm", "es_dae"), "<=", m("convlstm", "es_dae"), scale=0.9),
-        compare("relative DAE gain vs undifferentiated: high tercile > low tercile",
-                gain["high"], ">", gain["low"]),
-        compare("Seasonal pairs DHR: EO-WM >= undifferentiated + 0.03",
-                m("eo_wm", "sp_dhr"), ">=", m("undiff_diffusion", "sp_dhr"), margin=0.03),
-        check("counterfactual pairs DHR: EO-WM >= 0.75", m("eo_wm", "cf_dhr") >= 0.75,
-              f"{m('eo_wm', 'cf_dhr'):.3f}", inputs=[m("eo_wm", "cf_dhr")]),
-        compare("pixel MAE: EO-WM <= 1.1 x best baseline", m("eo_wm", "pixel_mae"), "<=",
-                best_px, scale=1.1),
-        compare("NDVI MAE: EO-WM <= 1.1 x best baseline", m("eo_wm", "ndvi_mae"), "<=",
-                best_nd, scale=1.1),
-        compare("NDVI CRPS: EO-WM < ConvLSTM MAE (CRPS of a point forecast)",
-                m("eo_wm", "ndvi_crps"), "<", m("convlstm", "ndvi_crps")),
-        check("spread-skill of EO-WM NDVI trajectories in [0.5, 1.5]", 0.5 <= ss <= 1.5,
-              f"{ss:.3f}", inputs=[ss]),
+        compare(
+            "Extreme Summer DAE: EO-WM <= 0.9 x undifferentiated diffusion",
+            m("eo_wm", "es_dae"),
+            "<=",
+            m("undiff_diffusion", "es_dae"),
+            scale=0.9,
+        ),
+        compare(
+            "Extreme Summer DAE: EO-WM <= 0.9 x ConvLSTM",
+            m("eo_wm", "es_dae"),
+            "<=",
+            m("convlstm", "es_dae"),
+            scale=0.9,
+        ),
+        compare(
+            "relative DAE gain vs undifferentiated: high tercile > low tercile",
+            gain["high"],
+            ">",
+            gain["low"],
+        ),
+        compare(
+            "Seasonal pairs DHR: EO-WM >= undifferentiated + 0.03",
+            m("eo_wm", "sp_dhr"),
+            ">=",
+            m("undiff_diffusion", "sp_dhr"),
+            margin=0.03,
+        ),
+        check(
+            "counterfactual pairs DHR: EO-WM >= 0.75",
+            m("eo_wm", "cf_dhr") >= 0.75,
+            f"{m('eo_wm', 'cf_dhr'):.3f}",
+            inputs=[m("eo_wm", "cf_dhr")],
+        ),
+        compare(
+            "pixel MAE: EO-WM <= 1.1 x best baseline",
+            m("eo_wm", "pixel_mae"),
+            "<=",
+            best_px,
+            scale=1.1,
+        ),
+        compare(
+            "NDVI MAE: EO-WM <= 1.1 x best baseline",
+            m("eo_wm", "ndvi_mae"),
+            "<=",
+            best_nd,
+            scale=1.1,
+        ),
+        compare(
+            "NDVI CRPS: EO-WM < ConvLSTM MAE (CRPS of a point forecast)",
+            m("eo_wm", "ndvi_crps"),
+            "<",
+            m("convlstm", "ndvi_crps"),
+        ),
+        check(
+            "spread-skill of EO-WM NDVI trajectories in [0.5, 1.5]",
+            0.5 <= ss <= 1.5,
+            f"{ss:.3f}",
+            inputs=[ss],
+        ),
     ]
 
 
-def weather_response(args) -> Outcome:
+def weather_response(args: argparse.Namespace) -> Outcome:
     """Every model on the simulated world, per seed; claims on the mean over seeds."""
     cfg = QUICK if args.quick else FULL
     per_seed, t0 = [], time.perf_counter()
@@ -81,8 +159,9 @@ def weather_response(args) -> Outcome:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_suite(PACKAGE, {"weather_response": weather_response}, argv,
-                     description=__doc__.splitlines()[0])
+    return run_suite(
+        PACKAGE, {"weather_response": weather_response}, argv, description=__doc__.splitlines()[0]
+    )
 
 
 if __name__ == "__main__":

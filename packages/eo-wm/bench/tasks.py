@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from eo_wm import metrics as M
+from eo_wm import metrics as M  # noqa: N812
 from eo_wm.baselines import (
     ConvLSTMForecaster,
     persistence_forecast,
@@ -47,7 +47,8 @@ def build_world(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
     train_cube, test_cube = train_sim.simulate(cfg["years"]), test_sim.simulate(cfg["years"])
     dec = WeatherDecomposer().fit(
         train_cube["weather"].reshape(-1, 3),
-        np.tile(train_cube["doy"], cfg["train_locations"]), variables=["temp", "precip", "rad"],
+        np.tile(train_cube["doy"], cfg["train_locations"]),
+        variables=["temp", "precip", "rad"],
     )
     train = to_tensors(make_dataset(train_cube, cfg["train_windows"], seed), dec)
     test = summer_windows(test_cube)
@@ -61,11 +62,16 @@ def build_world(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
     evalw = _select(test, used)
     evalw["clim_ndvi"] = _climatology(test, used)
     return {
-        "decomposer": dec, "train": train, "eval": evalw, "eval_t": to_tensors(evalw, dec),
+        "decomposer": dec,
+        "train": train,
+        "eval": evalw,
+        "eval_t": to_tensors(evalw, dec),
         "extreme": np.array([pos[int(i)] for i in ext], dtype=int),
         "pairs": np.vectorize(pos.get)(pairs) if len(pairs) else pairs,
-        "cf": to_tensors(stack_windows([*_rows(cf_a), *_rows(cf_b)]), dec), "n_cf": cfg["n_cf"],
-        "cf_np": (cf_a, cf_b), "sim_s": time.perf_counter() - t0,
+        "cf": to_tensors(stack_windows([*_rows(cf_a), *_rows(cf_b)]), dec),
+        "n_cf": cfg["n_cf"],
+        "cf_np": (cf_a, cf_b),
+        "sim_s": time.perf_counter() - t0,
     }
 
 
@@ -80,7 +86,9 @@ def _climatology(test: dict[str, np.ndarray], used: np.ndarray) -> np.ndarray:
     nd = np.where(test["target_mask"][:, :, 0] > 0.5, nd, np.nan)
     out = []
     for i in used:
-        same = (test["location"] == test["location"][i]) & (test["start"] % 73 == test["start"][i] % 73)
+        same = (test["location"] == test["location"][i]) & (
+            test["start"] % 73 == test["start"][i] % 73
+        )
         same[i] = False
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
@@ -89,8 +97,20 @@ def _climatology(test: dict[str, np.ndarray], used: np.ndarray) -> np.ndarray:
 
 
 def model_config(cfg: dict[str, Any], **kw: Any) -> EOWMConfig:
-    return EOWMConfig(4, 3, 3, 8, 12, cfg["grid"], patch_size=cfg["patch"], hidden=cfg["hidden"],
-                      depth=cfg["depth"], heads=cfg["heads"], n_stress=4, **kw)
+    return EOWMConfig(
+        4,
+        3,
+        3,
+        8,
+        12,
+        cfg["grid"],
+        patch_size=cfg["patch"],
+        hidden=cfg["hidden"],
+        depth=cfg["depth"],
+        heads=cfg["heads"],
+        n_stress=4,
+        **kw,
+    )
 
 
 def run_models(cfg: dict[str, Any], world: dict[str, Any], seed: int) -> dict[str, dict]:
@@ -105,29 +125,54 @@ def run_models(cfg: dict[str, Any], world: dict[str, Any], seed: int) -> dict[st
         train_model(model, world["train"], cfg["steps"], cfg["batch"], cfg["lr"], generator=g)
         train_s = time.perf_counter() - t
         t = time.perf_counter()
-        preds = {s: sample_ensemble(model, world[s], cfg["members"], cfg["euler_steps"],
-                                    generator=torch.Generator().manual_seed(seed + 7)).numpy()
-                 for s in ("eval_t", "cf")}
+        preds = {
+            s: sample_ensemble(
+                model,
+                world[s],
+                cfg["members"],
+                cfg["euler_steps"],
+                generator=torch.Generator().manual_seed(seed + 7),
+            ).numpy()
+            for s in ("eval_t", "cf")
+        }
         n_win = len(world["eval_t"]["context"]) + len(world["cf"]["context"])
-        out[name] = {"members": preds, "train_s": train_s,
-                     "sample_s_per_window": (time.perf_counter() - t) / n_win,
-                     "calls_per_window": cfg["members"] * cfg["euler_steps"],
-                     "params": sum(p.numel() for p in model.parameters())}
+        out[name] = {
+            "members": preds,
+            "train_s": train_s,
+            "sample_s_per_window": (time.perf_counter() - t) / n_win,
+            "calls_per_window": cfg["members"] * cfg["euler_steps"],
+            "params": sum(p.numel() for p in model.parameters()),
+        }
     torch.manual_seed(1000 * seed + 99)
     lstm = ConvLSTMForecaster(4, 3, 3, 12, hidden=cfg["lstm_hidden"])
     t = time.perf_counter()
-    train_convlstm(lstm, world["train"], cfg["steps"], cfg["batch"], cfg["lr"],
-                   generator=torch.Generator().manual_seed(seed))
+    train_convlstm(
+        lstm,
+        world["train"],
+        cfg["steps"],
+        cfg["batch"],
+        cfg["lr"],
+        generator=torch.Generator().manual_seed(seed),
+    )
     train_s = time.perf_counter() - t
     t = time.perf_counter()
     pr = {s: predict_convlstm(lstm, world[s]).numpy()[None] for s in ("eval_t", "cf")}
     n_win = len(world["eval_t"]["context"]) + len(world["cf"]["context"])
-    out["convlstm"] = {"members": pr, "train_s": train_s, "calls_per_window": 1,
-                       "sample_s_per_window": (time.perf_counter() - t) / n_win,
-                       "params": sum(p.numel() for p in lstm.parameters())}
-    out["persistence"] = {"members": {s: persistence_forecast(
-        world[s]["context"].numpy(), world[s]["context_mask"].numpy(), 12)[None]
-        for s in ("eval_t", "cf")}}
+    out["convlstm"] = {
+        "members": pr,
+        "train_s": train_s,
+        "calls_per_window": 1,
+        "sample_s_per_window": (time.perf_counter() - t) / n_win,
+        "params": sum(p.numel() for p in lstm.parameters()),
+    }
+    out["persistence"] = {
+        "members": {
+            s: persistence_forecast(
+                world[s]["context"].numpy(), world[s]["context_mask"].numpy(), 12
+            )[None]
+            for s in ("eval_t", "cf")
+        }
+    }
     return out
 
 
@@ -152,13 +197,19 @@ def evaluate(world: dict[str, Any], pred: dict[str, Any], clim: bool = False) ->
     e = world["extreme"]
     dae = M.drop_amplitude_error(traj[e], gt_traj[e], base[e])
     bins = M.severity_bins(M.gt_drop(gt_traj[e], base[e]))
-    out.update(es_dae=float(np.nanmean(dae)), es_dae_low=float(np.nanmean(dae[bins == 0])),
-               es_dae_high=float(np.nanmean(dae[bins == 2])),
-               es_trough_mae=float(np.nanmean(M.trough_ndvi_mae(traj[e], gt_traj[e]))))
+    out.update(
+        es_dae=float(np.nanmean(dae)),
+        es_dae_low=float(np.nanmean(dae[bins == 0])),
+        es_dae_high=float(np.nanmean(dae[bins == 2])),
+        es_trough_mae=float(np.nanmean(M.trough_ndvi_mae(traj[e], gt_traj[e]))),
+    )
     pa, pb = world["pairs"][:, 0], world["pairs"][:, 1]
     args = (traj[pa], traj[pb], gt_traj[pa], gt_traj[pb])
-    out.update(sp_dhr=M.directional_hit_rate(*args), sp_drr=M.divergence_reproduction_ratio(*args),
-               sp_pdc=M.paired_divergence_correlation(*args))
+    out.update(
+        sp_dhr=M.directional_hit_rate(*args),
+        sp_drr=M.divergence_reproduction_ratio(*args),
+        sp_pdc=M.paired_divergence_correlation(*args),
+    )
     crps = M.crps_ensemble(mem_traj, gt_traj)
     out["ndvi_crps"] = float(np.nanmean(crps))
     if mem_traj.shape[0] > 1:
@@ -183,9 +234,11 @@ def _cf_metrics(world: dict[str, Any], pred: dict[str, Any]) -> dict[str, float]
     gb = frame_ndvi(cf_b["target"], cf_b["target"], cf_b["target_mask"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        return {"cf_dhr": M.directional_hit_rate(ta, tb, ga, gb),
-                "cf_drr": M.divergence_reproduction_ratio(ta, tb, ga, gb),
-                "cf_pdc": M.paired_divergence_correlation(ta, tb, ga, gb)}
+        return {
+            "cf_dhr": M.directional_hit_rate(ta, tb, ga, gb),
+            "cf_drr": M.divergence_reproduction_ratio(ta, tb, ga, gb),
+            "cf_pdc": M.paired_divergence_correlation(ta, tb, ga, gb),
+        }
 
 
 def calibration(world: dict[str, Any]) -> dict[str, float]:
@@ -201,7 +254,9 @@ def calibration(world: dict[str, Any]) -> dict[str, float]:
         "es_gt_drop_mean": float(np.nanmean(M.gt_drop(gt[e], base[e]))),
         "sp_gt_steps_over_0.02": float(np.mean(np.abs(gt[p[:, 0]] - gt[p[:, 1]]) > 0.02)),
         "cf_gt_steps_over_0.02": float(np.mean(np.abs(ga - gb) > 0.02)),
-        "n_extreme": float(len(e)), "n_pairs": float(len(p)), "n_cf": float(world["n_cf"]),
+        "n_extreme": float(len(e)),
+        "n_pairs": float(len(p)),
+        "n_cf": float(world["n_cf"]),
     }
 
 
@@ -213,8 +268,10 @@ def run_seed(cfg: dict[str, Any], seed: int) -> dict[str, dict[str, float]]:
     """One world and every model on it: ``{model: {metric: value}}`` plus ``_world``."""
     world = build_world(cfg, seed)
     preds = run_models(cfg, world, seed)
-    out = {name: {**evaluate(world, p), **{c: float(p[c]) for c in COSTS if c in p}}
-           for name, p in preds.items()}
+    out = {
+        name: {**evaluate(world, p), **{c: float(p[c]) for c in COSTS if c in p}}
+        for name, p in preds.items()
+    }
     out["climatology"] = evaluate(world, None, clim=True)
     out["_world"] = {**calibration(world), "sim_s": world["sim_s"]}
     return out

@@ -16,8 +16,12 @@ def stress_reference(drive, lam, tau):
 
 def harmonic_baseline_reference(W, doy, H):
     """Least squares by the normal equations on an explicit design, evaluated at doy."""
-    rows = [[1.0] + [math.cos(2 * math.pi * h * d / 365) for h in range(1, H + 1)]
-            + [math.sin(2 * math.pi * h * d / 365) for h in range(1, H + 1)] for d in doy]
+    rows = [
+        [1.0]
+        + [math.cos(2 * math.pi * h * d / 365) for h in range(1, H + 1)]
+        + [math.sin(2 * math.pi * h * d / 365) for h in range(1, H + 1)]
+        for d in doy
+    ]
     X = np.array(rows)
     coef = np.linalg.solve(X.T @ X, X.T @ np.asarray(W, dtype=np.float64))
     return X @ coef

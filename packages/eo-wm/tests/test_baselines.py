@@ -26,14 +26,25 @@ def test_climatology_is_the_masked_mean_over_years():
 def test_convlstm_shapes_training_and_errors():
     torch.manual_seed(0)
     n, tc, tf = 6, 2, 3
-    data = {"context": torch.rand(n, tc, 4, 8, 8), "context_mask": torch.ones(n, tc, 1, 8, 8),
-            "target": torch.rand(n, tf, 4, 8, 8), "target_mask": torch.ones(n, tf, 1, 8, 8),
-            "static": torch.rand(n, 3, 8, 8), "weather": torch.randn(n, tc + tf, 3),
-            "doy": torch.full((n, tc + tf), 100.0)}
+    data = {
+        "context": torch.rand(n, tc, 4, 8, 8),
+        "context_mask": torch.ones(n, tc, 1, 8, 8),
+        "target": torch.rand(n, tf, 4, 8, 8),
+        "target_mask": torch.ones(n, tf, 1, 8, 8),
+        "static": torch.rand(n, 3, 8, 8),
+        "weather": torch.randn(n, tc + tf, 3),
+        "doy": torch.full((n, tc + tf), 100.0),
+    }
     m = ConvLSTMForecaster(4, 3, 3, tf, hidden=4)
     losses = train_convlstm(m, data, 3, batch_size=4, lr=1e-2, generator=torch.Generator())
-    assert len(losses) == 3 and np.isfinite(losses).all()
+    assert len(losses) == 3
+    assert np.isfinite(losses).all()
     assert predict_convlstm(m, data).shape == (n, tf, 4, 8, 8)
     with pytest.raises(ValueError, match="t_context \\+ t_future"):
-        m(data["context"], data["context_mask"], data["static"], data["weather"][:, :-1],
-          data["doy"])
+        m(
+            data["context"],
+            data["context_mask"],
+            data["static"],
+            data["weather"][:, :-1],
+            data["doy"],
+        )

@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
-from reference import crps_reference, dhr_reference
 from scipy.stats import spearmanr
 
-from eo_wm import metrics as M
+from eo_wm import metrics as M  # noqa: N812
+from reference import crps_reference, dhr_reference
 
 
 def _frames(r, nir):
@@ -52,7 +52,7 @@ def test_pair_metrics_hand_computed_and_pooled():
     gb = np.array([[0.40, 0.51, 0.60], [0.45, 0.44, 0.43]])  # diffs .1, -.01, -.1 | .05 .06 .07
     pa = np.array([[0.45, 0.0, 0.40], [0.5, 0.5, 0.5]])
     pb = np.array([[0.40, 0.0, 0.45], [0.49, 0.52, 0.48]])  # .05, 0, -.05 | .01 -.02 .02
-    # kept steps: pair 0 steps 0, 2 (2 hits); pair 1 all three (2 hits): pooled 4/5, not mean(1, 2/3)
+    # kept: pair 0 steps 0, 2 (2 hits); pair 1 all three (2 hits): pooled 4/5, not mean(1, 2/3)
     assert M.directional_hit_rate(pa, pb, ga, gb) == pytest.approx(0.8)
     assert M.directional_hit_rate(pa, pb, ga, gb) == pytest.approx(dhr_reference(pa, pb, ga, gb))
     drr = np.mean([0.05, 0.05, 0.01, 0.02, 0.02]) / np.mean([0.1, 0.1, 0.05, 0.06, 0.07])

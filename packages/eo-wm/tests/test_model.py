@@ -8,8 +8,19 @@ B, TC, TF, HW = 2, 2, 3, 8
 
 
 def _cfg(**kw):
-    base = dict(in_channels=4, static_channels=3, n_weather=3, t_context=TC, t_future=TF,
-                image_size=HW, patch_size=4, hidden=16, depth=2, heads=2, n_stress=4)
+    base = dict(
+        in_channels=4,
+        static_channels=3,
+        n_weather=3,
+        t_context=TC,
+        t_future=TF,
+        image_size=HW,
+        patch_size=4,
+        hidden=16,
+        depth=2,
+        heads=2,
+        n_stress=4,
+    )
     return EOWMConfig(**{**base, **kw})
 
 
@@ -23,16 +34,25 @@ def _inputs(seed=0, mode="decomposed"):
     if mode == "undifferentiated":
         cond = {"weather": torch.randn(B, T, 3, generator=g), "doy": doy}
     else:
-        cond = {"baseline": torch.randn(B, T, 3, generator=g),
-                "anomaly": torch.randn(B, T, 3, generator=g),
-                "stress": torch.rand(B, T, 4, generator=g), "doy": doy}
+        cond = {
+            "baseline": torch.randn(B, T, 3, generator=g),
+            "anomaly": torch.randn(B, T, 3, generator=g),
+            "stress": torch.rand(B, T, 4, generator=g),
+            "doy": doy,
+        }
     return ctx, msk, st, cond
 
 
 def _batch(mode="decomposed"):
     ctx, msk, st, cond = _inputs(mode=mode)
-    return {"context": ctx, "context_mask": msk, "static": st, "target": torch.rand(B, TF, 4, HW, HW),
-            "target_mask": torch.ones(B, TF, 1, HW, HW), **cond}
+    return {
+        "context": ctx,
+        "context_mask": msk,
+        "static": st,
+        "target": torch.rand(B, TF, 4, HW, HW),
+        "target_mask": torch.ones(B, TF, 1, HW, HW),
+        **cond,
+    }
 
 
 @pytest.mark.parametrize("mode", ["decomposed", "undifferentiated", "merged"])
@@ -78,7 +98,8 @@ def test_causal_forcing_mask_at_token_level(causal):
     a, b = attn(q, f, mask), attn(q, f2, mask)
     change = (a - b).abs().amax(-1).view(T, N).amax(-1)
     if causal:
-        assert torch.all(change[:t_prime] == 0) and torch.all(change[t_prime:] > 0)
+        assert torch.all(change[:t_prime] == 0)
+        assert torch.all(change[t_prime:] > 0)
     else:
         assert torch.all(change > 0)
 
@@ -126,8 +147,17 @@ def test_sampling_members_seeds_and_full_cloud():
     b = m.sample(ctx, msk, st, cond, 3, 4, generator=torch.Generator().manual_seed(5))
     assert torch.equal(a, b)
     assert (a[0] - a[1]).abs().max() > 1e-3
-    c = m.sample(ctx, torch.zeros_like(msk), st, cond, 2, 4, method="heun", guidance=2.0,
-                 generator=torch.Generator().manual_seed(5))
+    c = m.sample(
+        ctx,
+        torch.zeros_like(msk),
+        st,
+        cond,
+        2,
+        4,
+        method="heun",
+        guidance=2.0,
+        generator=torch.Generator().manual_seed(5),
+    )
     assert torch.isfinite(c).all()
 
 

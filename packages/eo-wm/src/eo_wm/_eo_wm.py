@@ -19,13 +19,14 @@ The algorithm box (spec "The method", steps 2-5):
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
-from torch.nn import functional as F
+from torch.nn import functional as F  # noqa: N812
 
 from eo_wm._validation import check_mask
 
@@ -179,7 +180,8 @@ class EOWorldModel(nn.Module):
         >>> cfg = EOWMConfig(4, 3, 3, t_context=2, t_future=2, image_size=8, hidden=16,
         ...                  depth=1, heads=2, n_stress=4)
         >>> m = EOWorldModel(cfg)
-        >>> ctx, msk, st = torch.rand(1, 2, 4, 8, 8), torch.ones(1, 2, 1, 8, 8), torch.rand(1, 3, 8, 8)
+        >>> ctx, msk = torch.rand(1, 2, 4, 8, 8), torch.ones(1, 2, 1, 8, 8)
+        >>> st = torch.rand(1, 3, 8, 8)
         >>> cond = {"baseline": torch.zeros(1, 4, 3), "anomaly": torch.zeros(1, 4, 3),
         ...         "stress": torch.zeros(1, 4, 4), "doy": torch.full((1, 4), 180.0)}
         >>> m.sample(ctx, msk, st, cond, n_members=2, n_steps=2).shape
@@ -247,21 +249,29 @@ class EOWorldModel(nn.Module):
                 f"{cfg.patch_size}"
             )
         if tuple(context.shape[-2:]) != (cfg.image_size, cfg.image_size):
-            raise ValueError(f"frames must be {cfg.image_size}x{cfg.image_size}, got "
-                             f"{tuple(context.shape[-2:])}")
+            raise ValueError(
+                f"frames must be {cfg.image_size}x{cfg.image_size}, got {tuple(context.shape[-2:])}"
+            )
         check_mask(context_mask, context.shape, "context_mask")
-        if static.shape != (context.shape[0], cfg.static_channels) + tuple(context.shape[-2:]):
-            raise ValueError(f"static must be (B, {cfg.static_channels}, H, W), got "
-                             f"{tuple(static.shape)}")
+        if static.shape != (context.shape[0], cfg.static_channels, *tuple(context.shape[-2:])):
+            raise ValueError(
+                f"static must be (B, {cfg.static_channels}, H, W), got {tuple(static.shape)}"
+            )
         decomposed = any(k in cond for k in _DECOMPOSED_KEYS)
         if cfg.conditioning == "undifferentiated" and decomposed:
-            raise ValueError("undifferentiated mode takes cond={'weather', 'doy'}, "
-                             "got decomposed inputs (baseline/anomaly)")
+            raise ValueError(
+                "undifferentiated mode takes cond={'weather', 'doy'}, "
+                "got decomposed inputs (baseline/anomaly)"
+            )
         if cfg.conditioning != "undifferentiated" and "weather" in cond:
-            raise ValueError(f"{cfg.conditioning} mode takes the decomposer's dict "
-                             "(baseline, anomaly, stress, doy), got raw 'weather'")
-        need = ("weather", "doy") if cfg.conditioning == "undifferentiated" else (
-            ("baseline", "anomaly", "doy") + (("stress",) if cfg.use_stress else ())
+            raise ValueError(
+                f"{cfg.conditioning} mode takes the decomposer's dict "
+                "(baseline, anomaly, stress, doy), got raw 'weather'"
+            )
+        need = (
+            ("weather", "doy")
+            if cfg.conditioning == "undifferentiated"
+            else (("baseline", "anomaly", "doy") + (("stress",) if cfg.use_stress else ()))
         )
         for key in need:
             if key not in cond:
@@ -316,7 +326,7 @@ class EOWorldModel(nn.Module):
         return x.reshape(B, T, (H // p) * (W // p), C * p * p)
 
     def _unpatchify(self, t: Tensor, H: int, W: int) -> Tensor:
-        B, T, N, _ = t.shape
+        B, T, _N, _ = t.shape
         p, C = self.config.patch_size, self.config.in_channels
         x = t.reshape(B, T, H // p, W // p, C, p, p).permute(0, 1, 4, 2, 5, 3, 6)
         return x.reshape(B, T, C, H, W)
@@ -353,21 +363,30 @@ class EOWorldModel(nn.Module):
         cfg = self.config
         if validate:
             self.check_inputs(context, context_mask, static, cond)
-            if x_noisy.shape != (context.shape[0], cfg.t_future) + tuple(context.shape[2:]):
-                raise ValueError(f"x_noisy must be (B, t_future={cfg.t_future}, C, H, W), got "
-                                 f"{tuple(x_noisy.shape)}")
-        B, _, C, H, W = x_noisy.shape
+            if x_noisy.shape != (context.shape[0], cfg.t_future, *tuple(context.shape[2:])):
+                raise ValueError(
+                    f"x_noisy must be (B, t_future={cfg.t_future}, C, H, W), got "
+                    f"{tuple(x_noisy.shape)}"
+                )
+        B, _, _C, H, W = x_noisy.shape
         ones = torch.ones(B, device=x_noisy.device, dtype=x_noisy.dtype)
         keep_base = ones if keep_base is None else keep_base
         keep_anomaly = ones if keep_anomaly is None else keep_anomaly
         ctx_n = self.normalize(context) * context_mask  # cloudy pixels zeroed
-        frames = torch.cat([
-            torch.cat([ctx_n, context_mask], 2),
-            torch.cat([x_noisy, torch.zeros_like(x_noisy[:, :, :1])], 2),
-        ], 1)
+        frames = torch.cat(
+            [
+                torch.cat([ctx_n, context_mask], 2),
+                torch.cat([x_noisy, torch.zeros_like(x_noisy[:, :, :1])], 2),
+            ],
+            1,
+        )
         h = self.patch(self._patchify(frames)) + self.pos_space + self.pos_time[:, None]
-        typ = torch.cat([self.frame_type[:1].expand(cfg.t_context, -1),
-                         self.frame_type[1:].expand(cfg.t_future, -1)])
+        typ = torch.cat(
+            [
+                self.frame_type[:1].expand(cfg.t_context, -1),
+                self.frame_type[1:].expand(cfg.t_future, -1),
+            ]
+        )
         h = h + typ[:, None]
         base, forcing = self._cond_vectors(cond, keep_base)
         temb = self.t_embed(timestep_embedding(s.to(h.dtype), cfg.hidden))
@@ -410,7 +429,7 @@ class EOWorldModel(nn.Module):
 
         ctx, msk, st = rep(context), rep(context_mask), rep(static)
         cnd = {k: rep(v) for k, v in cond.items()}
-        shape = (M * B, cfg.t_future) + tuple(context.shape[2:])
+        shape = (M * B, cfg.t_future, *tuple(context.shape[2:]))
         x = torch.randn(shape, generator=generator, device=context.device, dtype=context.dtype)
 
         def vel(x_s: Tensor, s: float) -> Tensor:
@@ -423,10 +442,10 @@ class EOWorldModel(nn.Module):
             return v
 
         grid = torch.linspace(0.0, 1.0, n_steps + 1).tolist()
-        for s0, s1 in zip(grid[:-1], grid[1:], strict=True):
+        for s0, s1 in itertools.pairwise(grid):
             v = vel(x, s0)
             if method == "heun":
                 x_e = x + (s1 - s0) * v
                 v = 0.5 * (v + vel(x_e, s1))
             x = x + (s1 - s0) * v
-        return self.denormalize(x).view((M, B) + shape[1:])
+        return self.denormalize(x).view((M, B, *shape[1:]))

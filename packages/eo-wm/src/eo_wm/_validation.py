@@ -19,7 +19,7 @@ def check_doy(doy: np.ndarray, name: str = "doy") -> np.ndarray:
 def check_mask(mask: object, frames_shape: Sequence[int], name: str = "mask") -> None:
     """Check a validity mask: values in {0, 1} and shape ``frames[:-3] + (1,) + frames[-2:]``."""
     shape = tuple(getattr(mask, "shape", np.shape(mask)))
-    want = tuple(frames_shape[:-3]) + (1,) + tuple(frames_shape[-2:])
+    want = (*tuple(frames_shape[:-3]), 1, *tuple(frames_shape[-2:]))
     if shape != want:
         raise ValueError(f"{name} must have shape {want} to match the frames, got {shape}")
     arr = np.asarray(mask.detach().cpu() if hasattr(mask, "detach") else mask)
@@ -33,7 +33,5 @@ def band_indices(bands: Sequence[str], red: str = "R", nir: str = "NIR") -> tupl
     names = list(bands)
     missing = [b for b in (red, nir) if b not in names]
     if missing:
-        raise ValueError(
-            f"bands {tuple(names)} lack {missing}: NDVI needs a red and a NIR band"
-        )
+        raise ValueError(f"bands {tuple(names)} lack {missing}: NDVI needs a red and a NIR band")
     return names.index(red), names.index(nir)

@@ -25,6 +25,7 @@ class ConvLSTMCell(nn.Module):
         self.gates = nn.Conv2d(c_in + hidden, 4 * hidden, 3, padding=1)
 
     def forward(self, x: Tensor, state: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:
+        """One step: the new ``(h, c)`` from input ``x`` and the previous state."""
         h, c = state
         i, f, o, g = self.gates(torch.cat([x, h], 1)).chunk(4, 1)
         c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
@@ -47,7 +48,11 @@ class ConvLSTMForecaster(nn.Module):
     """
 
     def __init__(
-        self, in_channels: int, static_channels: int, n_weather: int, t_future: int,
+        self,
+        in_channels: int,
+        static_channels: int,
+        n_weather: int,
+        t_future: int,
         hidden: int = 32,
     ) -> None:
         super().__init__()
@@ -56,8 +61,11 @@ class ConvLSTMForecaster(nn.Module):
         self.enc = ConvLSTMCell(in_channels + 1 + extra, hidden)
         self.dec = ConvLSTMCell(extra + in_channels, hidden)
         self.head = nn.Conv2d(hidden, in_channels, 1)
-        for name, size in (("band", in_channels), ("static", static_channels),
-                           ("weather", n_weather)):
+        for name, size in (
+            ("band", in_channels),
+            ("static", static_channels),
+            ("weather", n_weather),
+        ):
             self.register_buffer(f"{name}_mean", torch.zeros(size))
             self.register_buffer(f"{name}_std", torch.ones(size))
 
@@ -74,8 +82,10 @@ class ConvLSTMForecaster(nn.Module):
         check_mask(context_mask, context.shape, "context_mask")
         B, Tc, C, H, W = context.shape
         if weather.shape[1] != Tc + self.t_future:
-            raise ValueError(f"weather must cover t_context + t_future = {Tc + self.t_future} "
-                             f"steps, got {weather.shape[1]}")
+            raise ValueError(
+                f"weather must cover t_context + t_future = {Tc + self.t_future} "
+                f"steps, got {weather.shape[1]}"
+            )
         bm, bs = self.band_mean[:, None, None], self.band_std[:, None, None]
         x = (context - bm) / bs * context_mask
         st = (static - self.static_mean[:, None, None]) / self.static_std[:, None, None]
@@ -116,8 +126,13 @@ def train_convlstm(
     model.train()
     for _ in range(steps):
         idx = torch.randint(0, n, (batch_size,), generator=generator)
-        pred = model(dataset["context"][idx], dataset["context_mask"][idx],
-                     dataset["static"][idx], dataset["weather"][idx], dataset["doy"][idx])
+        pred = model(
+            dataset["context"][idx],
+            dataset["context_mask"][idx],
+            dataset["static"][idx],
+            dataset["weather"][idx],
+            dataset["doy"][idx],
+        )
         m = dataset["target_mask"][idx].expand_as(pred)
         loss = ((pred - dataset["target"][idx]).abs() / bs * m).sum() / m.sum().clamp_min(1)
         opt.zero_grad(set_to_none=True)
@@ -134,14 +149,22 @@ def predict_convlstm(
 ) -> Tensor:
     """Forecasts ``(N, T_f, C, H, W)`` for every window."""
     n = dataset["context"].shape[0]
-    out = [model(*(dataset[k][i : i + batch_size] for k in
-                   ("context", "context_mask", "static", "weather", "doy")))
-           for i in range(0, n, batch_size)]
+    out = [
+        model(
+            *(
+                dataset[k][i : i + batch_size]
+                for k in ("context", "context_mask", "static", "weather", "doy")
+            )
+        )
+        for i in range(0, n, batch_size)
+    ]
     return torch.cat(out)
 
 
 def persistence_forecast(context: ArrayLike, context_mask: ArrayLike, t_future: int) -> np.ndarray:
-    """Last valid context pixel repeated ``t_future`` times: ``(..., T_c, C, H, W) -> (..., T_f, ...)``.
+    """Last valid context pixel repeated ``t_future`` times.
+
+    ``context (..., T_c, C, H, W)`` gives ``(..., t_future, C, H, W)``.
 
     Pixels never seen in the context take the mean of the valid context pixels of that band.
     """
@@ -153,12 +176,16 @@ def persistence_forecast(context: ArrayLike, context_mask: ArrayLike, t_future: 
     for t in range(x.shape[-4]):
         last = np.where(valid[..., t, :, :, :], x[..., t, :, :, :], last)
     with np.errstate(invalid="ignore"):
-        fill = np.nanmean(np.where(valid, x, np.nan), axis=(-4, -2, -1), keepdims=True)[..., 0, :, :, :]
+        fill = np.nanmean(np.where(valid, x, np.nan), axis=(-4, -2, -1), keepdims=True)[
+            ..., 0, :, :, :
+        ]
     last = np.where(np.isnan(last), np.nan_to_num(fill, nan=0.0), last)
     return np.repeat(last[..., None, :, :, :], t_future, axis=-4)
 
 
-def climatology_forecast(history_ndvi: ArrayLike, history_mask: ArrayLike | None = None) -> np.ndarray:
+def climatology_forecast(
+    history_ndvi: ArrayLike, history_mask: ArrayLike | None = None
+) -> np.ndarray:
     """Per-pixel NDVI climatology: mean over past years of the same location and day of year.
 
     Args:

@@ -78,15 +78,21 @@ def baseline_ndvi(context_traj: ArrayLike, n_last: int = 3) -> np.ndarray:
 
 def _warn_nan(x: np.ndarray, what: str) -> None:
     if np.any(~np.isfinite(x)):
-        warnings.warn(f"{what}: some windows have no valid vegetated pixel (NaN)", RuntimeWarning,
-                      stacklevel=3)
+        warnings.warn(
+            f"{what}: some windows have no valid vegetated pixel (NaN)",
+            RuntimeWarning,
+            stacklevel=3,
+        )
 
 
 def _drop(baseline: np.ndarray, traj: np.ndarray) -> np.ndarray:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        trough = np.where(np.all(np.isnan(traj), -1), np.nan, np.nanmin(np.where(
-            np.isnan(traj), np.inf, traj), -1))
+        trough = np.where(
+            np.all(np.isnan(traj), -1),
+            np.nan,
+            np.nanmin(np.where(np.isnan(traj), np.inf, traj), -1),
+        )
     return baseline - trough
 
 
@@ -144,29 +150,37 @@ def _pair_diffs(
 
 
 def divergence_reproduction_ratio(
-    pred_a: ArrayLike, pred_b: ArrayLike, gt_a: ArrayLike, gt_b: ArrayLike,
+    pred_a: ArrayLike,
+    pred_b: ArrayLike,
+    gt_a: ArrayLike,
+    gt_b: ArrayLike,
     threshold: float = DIFF_THRESHOLD,
 ) -> float:
     """DRR = mean |pred_a - pred_b| / mean |gt_a - gt_b| over steps with |gt diff| > threshold."""
     dp, dg = _pair_diffs(pred_a, pred_b, gt_a, gt_b)
     keep = np.isfinite(dp) & np.isfinite(dg) & (np.abs(dg) > threshold)
     if not keep.any():
-        warnings.warn("no step exceeds the divergence threshold: DRR is NaN", RuntimeWarning,
-                      stacklevel=2)
+        warnings.warn(
+            "no step exceeds the divergence threshold: DRR is NaN", RuntimeWarning, stacklevel=2
+        )
         return float("nan")
     return float(np.abs(dp[keep]).mean() / np.abs(dg[keep]).mean())
 
 
 def directional_hit_rate(
-    pred_a: ArrayLike, pred_b: ArrayLike, gt_a: ArrayLike, gt_b: ArrayLike,
+    pred_a: ArrayLike,
+    pred_b: ArrayLike,
+    gt_a: ArrayLike,
+    gt_b: ArrayLike,
     threshold: float = DIFF_THRESHOLD,
 ) -> float:
     """DHR: share of steps, pooled over pairs, with |gt diff| > threshold where signs agree."""
     dp, dg = _pair_diffs(pred_a, pred_b, gt_a, gt_b)
     keep = np.isfinite(dp) & np.isfinite(dg) & (np.abs(dg) > threshold)
     if not keep.any():
-        warnings.warn("no step exceeds the divergence threshold: DHR is NaN", RuntimeWarning,
-                      stacklevel=2)
+        warnings.warn(
+            "no step exceeds the divergence threshold: DHR is NaN", RuntimeWarning, stacklevel=2
+        )
         return float("nan")
     return float(np.mean(np.sign(dp[keep]) == np.sign(dg[keep])))
 
@@ -180,8 +194,9 @@ def paired_divergence_correlation(
     tp = np.where(ok, np.abs(dp), 0.0).sum(-1)
     tg = np.where(ok, np.abs(dg), 0.0).sum(-1)
     if tp.size < 3 or np.ptp(tp) == 0 or np.ptp(tg) == 0:
-        warnings.warn("PDC needs >= 3 pairs with varying divergence: NaN", RuntimeWarning,
-                      stacklevel=2)
+        warnings.warn(
+            "PDC needs >= 3 pairs with varying divergence: NaN", RuntimeWarning, stacklevel=2
+        )
         return float("nan")
     return float(spearmanr(tp, tg).statistic)
 
@@ -199,7 +214,10 @@ def pixel_mae(pred: ArrayLike, target: ArrayLike, mask: ArrayLike) -> float:
 
 
 def ndvi_mae(
-    pred: ArrayLike, target: ArrayLike, mask: ArrayLike, bands: Sequence[str] = ("B", "G", "R", "NIR")
+    pred: ArrayLike,
+    target: ArrayLike,
+    mask: ArrayLike,
+    bands: Sequence[str] = ("B", "G", "R", "NIR"),
 ) -> float:
     """Mean |NDVI(pred) - NDVI(target)| over valid vegetated pixels."""
     pn, tn = ndvi(pred, bands), ndvi(target, bands)

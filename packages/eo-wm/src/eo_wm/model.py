@@ -6,15 +6,15 @@ from collections.abc import Mapping
 
 import torch
 from torch import Tensor, nn
-from torch.nn import functional as F
+from torch.nn import functional as F  # noqa: N812
 
 from eo_wm._eo_wm import EOWMConfig, EOWorldModel
 
 
 class LatentAutoencoderWrapper(nn.Module):
-    """Let the DiT run on latents of any module with ``encode``/``decode`` (e.g. a diffusers
-    ``AutoencoderKL`` adapted to the band count).
+    """Let the DiT run on latents of any module with ``encode``/``decode``.
 
+    For example a diffusers ``AutoencoderKL`` adapted to the band count.
     ``encode`` may return a tensor, an object with ``latent_dist`` (its ``mode()``/``mean``
     is used) or with ``latents``; ``decode`` a tensor or an object with ``sample``.
     Configure the :class:`EOWorldModel` with the latent channels and size.
@@ -57,13 +57,19 @@ class LatentAutoencoderWrapper(nn.Module):
         z = self.encode(context * context_mask)
         h, w = z.shape[-2:]
         m = -F.adaptive_max_pool2d(-context_mask.flatten(0, 1), (h, w)).view(
-            *context_mask.shape[:2], 1, h, w)
+            *context_mask.shape[:2], 1, h, w
+        )
         st = F.adaptive_avg_pool2d(static, (h, w))
         return z, (m > 0.5).to(z.dtype), st
 
     def sample(
-        self, model: EOWorldModel, context: Tensor, context_mask: Tensor, static: Tensor,
-        cond: Mapping[str, Tensor], **kwargs: object,
+        self,
+        model: EOWorldModel,
+        context: Tensor,
+        context_mask: Tensor,
+        static: Tensor,
+        cond: Mapping[str, Tensor],
+        **kwargs: object,
     ) -> Tensor:
         """Encode, sample latents with ``model.sample`` and decode: ``(M, B, T_f, C, H, W)``."""
         z, m, st = self.latent_inputs(context, context_mask, static)

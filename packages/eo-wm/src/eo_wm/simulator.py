@@ -50,6 +50,7 @@ class SimState:
     SM: np.ndarray
 
     def copy(self) -> SimState:
+        """An independent copy."""
         return SimState(self.V.copy(), self.SM.copy())
 
 
@@ -162,14 +163,14 @@ class LandSurfaceSimulator:
         rng: np.random.Generator,
         locations: np.ndarray | None = None,
     ) -> tuple[np.ndarray, SimState]:
-        """Advance ``state`` through ``weather (L', T, 3)``; return ``V (L', T, H, W)`` and the state.
+        """Advance ``state`` through ``weather (L', T, 3)``; return ``V (L', T, H, W)``, state.
 
         ``locations`` selects the scenes ``state`` belongs to (default all).
         """
         idx = np.arange(self.n_locations) if locations is None else np.asarray(locations)
         st = state.copy()
         T = weather.shape[1]
-        out = np.empty((len(idx), T) + st.V.shape[1:])
+        out = np.empty((len(idx), T, *st.V.shape[1:]))
         elev, vmax, cap = self.elevation[idx], self.vmax[idx], self.capacity[idx]
         kap, bh, bw, tc = self.kappa[idx], self.beta_h[idx], self.beta_w[idx], self.t_crit[idx]
         noise = rng.normal(0.0, 0.004, out.shape)
@@ -189,11 +190,12 @@ class LandSurfaceSimulator:
         self, V: np.ndarray, rng: np.random.Generator, cloud_prob: float = 0.2
     ) -> tuple[np.ndarray, np.ndarray]:
         """Reflectance frames ``(..., T, 4, H, W)`` and validity masks ``(..., T, 1, H, W)``."""
-        refl = V[..., None, :, :] * RHO_VEG[:, None, None] + (1 - V[..., None, :, :]) * (
-            RHO_SOIL[:, None, None]
+        refl = (
+            V[..., None, :, :] * RHO_VEG[:, None, None]
+            + (1 - V[..., None, :, :]) * (RHO_SOIL[:, None, None])
         )
         refl = refl + rng.normal(0.0, 0.01, refl.shape)
-        mask = np.ones(V.shape[:-2] + (1,) + V.shape[-2:], dtype=np.float32)
+        mask = np.ones((*V.shape[:-2], 1, *V.shape[-2:]), dtype=np.float32)
         cloudy = rng.uniform(size=V.shape[:-2]) < cloud_prob
         g = self.grid
         yy, xx = np.mgrid[0:g, 0:g]
@@ -254,15 +256,21 @@ def window(
     """One window of scene ``loc`` starting at step ``t0`` (context then target)."""
     T = t_context + t_future
     if t0 < 0 or t0 + T > cube["frames"].shape[1]:
-        raise ValueError(f"window [{t0}, {t0 + T}) is outside the cube's {cube['frames'].shape[1]} steps")
+        raise ValueError(
+            f"window [{t0}, {t0 + T}) is outside the cube's {cube['frames'].shape[1]} steps"
+        )
     sl, fut = slice(t0, t0 + t_context), slice(t0 + t_context, t0 + T)
     return {
-        "context": cube["frames"][loc, sl], "context_mask": cube["mask"][loc, sl],
-        "target": cube["frames"][loc, fut], "target_mask": cube["mask"][loc, fut],
-        "static": cube["static"][loc], "weather": cube["weather"][loc, t0 : t0 + T],
+        "context": cube["frames"][loc, sl],
+        "context_mask": cube["mask"][loc, sl],
+        "target": cube["frames"][loc, fut],
+        "target_mask": cube["mask"][loc, fut],
+        "static": cube["static"][loc],
+        "weather": cube["weather"][loc, t0 : t0 + T],
         "doy": cube["doy"][t0 : t0 + T],
         "event": np.asarray(cube["heatwave"][loc, fut].any() | cube["drought"][loc, fut].any()),
-        "location": np.asarray(loc), "start": np.asarray(t0),
+        "location": np.asarray(loc),
+        "start": np.asarray(t0),
     }
 
 
@@ -274,27 +282,40 @@ def stack_windows(items: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
 
 
 def make_dataset(
-    cube: dict, n_windows: int, seed: int, t_context: int = 8, t_future: int = 12,
+    cube: dict,
+    n_windows: int,
+    seed: int,
+    t_context: int = 8,
+    t_future: int = 12,
     locations: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """``n_windows`` windows at random scenes and start steps (training sets)."""
     rng = np.random.default_rng(seed)
     locs = np.arange(cube["frames"].shape[0]) if locations is None else np.asarray(locations)
     last = cube["frames"].shape[1] - (t_context + t_future)
-    return stack_windows([
-        window(cube, int(rng.choice(locs)), int(rng.integers(0, last + 1)), t_context, t_future)
-        for _ in range(n_windows)
-    ])
+    return stack_windows(
+        [
+            window(cube, int(rng.choice(locs)), int(rng.integers(0, last + 1)), t_context, t_future)
+            for _ in range(n_windows)
+        ]
+    )
 
 
 def summer_windows(
-    cube: dict, starts: tuple[int, ...] = (22, 26, 30), t_context: int = 8, t_future: int = 12,
+    cube: dict,
+    starts: tuple[int, ...] = (22, 26, 30),
+    t_context: int = 8,
+    t_future: int = 12,
     steps_per_year: int = 73,
 ) -> dict[str, np.ndarray]:
     """Every (scene, year, start-in-year) window whose target covers early to late summer."""
     L, n = cube["frames"].shape[:2]
-    items = [window(cube, loc, y * steps_per_year + s, t_context, t_future)
-             for loc in range(L) for y in range(n // steps_per_year) for s in starts]
+    items = [
+        window(cube, loc, y * steps_per_year + s, t_context, t_future)
+        for loc in range(L)
+        for y in range(n // steps_per_year)
+        for s in starts
+    ]
     out = stack_windows(items)
     out["year"] = out["start"] // steps_per_year
     return out
@@ -308,7 +329,7 @@ def frame_ndvi(frames: np.ndarray, gt_frames: np.ndarray, mask: np.ndarray) -> n
 
 
 def make_extreme_summer(windows: dict[str, np.ndarray], min_drop: float = 0.05) -> np.ndarray:
-    """Indices of windows whose target holds a heatwave/drought and whose GT drop >= ``min_drop``."""
+    """Indices of windows whose target holds a heatwave/drought and GT drop >= ``min_drop``."""
     from eo_wm.metrics import baseline_ndvi, gt_drop
 
     ctx = frame_ndvi(windows["context"], windows["context"], windows["context_mask"])
@@ -318,8 +339,11 @@ def make_extreme_summer(windows: dict[str, np.ndarray], min_drop: float = 0.05) 
 
 
 def make_seasonal_pairs(
-    windows: dict[str, np.ndarray], t_context: int = 8, min_temp_diff: float = 1.5,
-    n_pairs: int | None = None, seed: int = 0,
+    windows: dict[str, np.ndarray],
+    t_context: int = 8,
+    min_temp_diff: float = 1.5,
+    n_pairs: int | None = None,
+    seed: int = 0,
 ) -> np.ndarray:
     """Pairs ``(i, j)`` of windows: same scene and start, different years, differing forcing.
 
@@ -333,7 +357,9 @@ def make_seasonal_pairs(
         for a in range(len(idx)):
             for b in range(a + 1, len(idx)):
                 i, j = idx[a], idx[b]
-                dt = np.abs(windows["weather"][i, t_context:, 0] - windows["weather"][j, t_context:, 0])
+                dt = np.abs(
+                    windows["weather"][i, t_context:, 0] - windows["weather"][j, t_context:, 0]
+                )
                 if dt.mean() > min_temp_diff or windows["event"][i] != windows["event"][j]:
                     pairs.append((i, j))
     out = np.asarray(pairs, dtype=int).reshape(-1, 2)
@@ -343,8 +369,13 @@ def make_seasonal_pairs(
 
 
 def make_counterfactual_pairs(
-    sim: LandSurfaceSimulator, cube: dict, n_pairs: int, seed: int,
-    starts: tuple[int, ...] = (22, 26, 30), t_context: int = 8, t_future: int = 12,
+    sim: LandSurfaceSimulator,
+    cube: dict,
+    n_pairs: int,
+    seed: int,
+    starts: tuple[int, ...] = (22, 26, 30),
+    t_context: int = 8,
+    t_future: int = 12,
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Windows ``a`` and ``b`` with identical hidden state and context, swapped future forcing.
 
@@ -366,8 +397,10 @@ def make_counterfactual_pairs(
             loc, s0 = int(rng.integers(L)), int(rng.choice(starts))
             y, y2 = rng.choice(n_years, 2, replace=False)
             t0, t1 = y * S + s0, y2 * S + s0
-            ev = event[loc, t0 + t_context : t0 + t_context + t_future].any() or event[
-                loc, t1 + t_context : t1 + t_context + t_future].any()
+            ev = (
+                event[loc, t0 + t_context : t0 + t_context + t_future].any()
+                or event[loc, t1 + t_context : t1 + t_context + t_future].any()
+            )
             if ev or k % 2:
                 break
         state = sim.state_at(cube, [loc], t0, seed=int(rng.integers(2**31)))
@@ -377,28 +410,52 @@ def make_counterfactual_pairs(
         ctx, cmask = sim.observe(V_ctx[0], rng)
         pair = []
         fut_seed, obs_seed = int(rng.integers(2**31)), int(rng.integers(2**31))
-        for ww in (W, np.concatenate([W[:t_context],
-                                      cube["weather"][loc, t1 + t_context : t1 + t_context + t_future]])):
-            V_f, _ = sim.run(state, ww[None, t_context:], d[t_context:],
-                             np.random.default_rng(fut_seed), locations=[loc])
+        for ww in (
+            W,
+            np.concatenate(
+                [W[:t_context], cube["weather"][loc, t1 + t_context : t1 + t_context + t_future]]
+            ),
+        ):
+            V_f, _ = sim.run(
+                state,
+                ww[None, t_context:],
+                d[t_context:],
+                np.random.default_rng(fut_seed),
+                locations=[loc],
+            )
             tgt, tmask = sim.observe(V_f[0], np.random.default_rng(obs_seed))
-            pair.append({
-                "context": ctx, "context_mask": cmask, "target": tgt, "target_mask": tmask,
-                "static": cube["static"][loc], "weather": ww, "doy": d,
-                "event": np.asarray(bool(ev)), "location": np.asarray(loc), "start": np.asarray(t0),
-            })
+            pair.append(
+                {
+                    "context": ctx,
+                    "context_mask": cmask,
+                    "target": tgt,
+                    "target_mask": tmask,
+                    "static": cube["static"][loc],
+                    "weather": ww,
+                    "doy": d,
+                    "event": np.asarray(bool(ev)),
+                    "location": np.asarray(loc),
+                    "start": np.asarray(t0),
+                }
+            )
         A.append(pair[0])
         B.append(pair[1])
     return stack_windows(A), stack_windows(B)
 
 
 def to_tensors(windows: dict[str, np.ndarray], decomposer: object | None = None) -> dict:
-    """Float32 tensors of a window dict, plus ``baseline``/``anomaly``/``stress`` when given a
-    fitted :class:`~eo_wm.weather.WeatherDecomposer`."""
+    """Float32 tensors of a window dict (plus the decomposition when given a decomposer).
+
+    ``decomposer``: a fitted :class:`~eo_wm.weather.WeatherDecomposer`; adds ``baseline``,
+    ``anomaly`` and ``stress``.
+    """
     import torch
 
-    out = {k: torch.as_tensor(np.asarray(v, dtype=np.float32)) for k, v in windows.items()
-           if k in (*WINDOW_KEYS, "static")}
+    out = {
+        k: torch.as_tensor(np.asarray(v, dtype=np.float32))
+        for k, v in windows.items()
+        if k in (*WINDOW_KEYS, "static")
+    }
     if decomposer is not None:
         parts = decomposer.transform(windows["weather"], windows["doy"])  # type: ignore[attr-defined]
         for k in ("baseline", "anomaly", "stress"):

@@ -44,8 +44,17 @@ def flow_matching_loss(
     p = model.config.cond_dropout
     keep_b = (torch.rand(B, generator=generator, device=dev) >= p).to(dt)
     keep_a = (torch.rand(B, generator=generator, device=dev) >= p).to(dt)
-    v = model(xs, s, batch["context"], batch["context_mask"], batch["static"],
-              cond_of(model, batch), keep_base=keep_b, keep_anomaly=keep_a, validate=False)
+    v = model(
+        xs,
+        s,
+        batch["context"],
+        batch["context_mask"],
+        batch["static"],
+        cond_of(model, batch),
+        keep_base=keep_b,
+        keep_anomaly=keep_a,
+        validate=False,
+    )
     w = mask.expand_as(x)
     return ((v - (x - eps)) ** 2 * w).sum() / w.sum().clamp_min(1.0)
 
@@ -60,9 +69,12 @@ def normalization_stats(data: Mapping[str, Tensor]) -> dict[str, Tensor]:
     st = data["static"]
     wt = data["weather"].reshape(-1, data["weather"].shape[-1])
     return {
-        "band_mean": mean, "band_std": var.sqrt().clamp_min(1e-3),
-        "static_mean": st.mean((0, 2, 3)), "static_std": st.std((0, 2, 3)).clamp_min(1e-3),
-        "weather_mean": wt.mean(0), "weather_std": wt.std(0).clamp_min(1e-3),
+        "band_mean": mean,
+        "band_std": var.sqrt().clamp_min(1e-3),
+        "static_mean": st.mean((0, 2, 3)),
+        "static_std": st.std((0, 2, 3)).clamp_min(1e-3),
+        "weather_mean": wt.mean(0),
+        "weather_std": wt.std(0).clamp_min(1e-3),
     }
 
 
@@ -82,8 +94,12 @@ def train_model(
     if steps < 0 or batch_size < 1:
         raise ValueError(f"steps must be >= 0 and batch_size >= 1, got {steps}, {batch_size}")
     model.set_normalization(**normalization_stats(dataset))
-    model.check_inputs(dataset["context"][:1], dataset["context_mask"][:1],
-                       dataset["static"][:1], cond_of(model, dataset, torch.arange(1)))
+    model.check_inputs(
+        dataset["context"][:1],
+        dataset["context_mask"][:1],
+        dataset["static"][:1],
+        cond_of(model, dataset, torch.arange(1)),
+    )
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
     n = dataset["context"].shape[0]
     keys = ("context", "context_mask", "target", "target_mask", "static", *DECOMPOSED, "weather")
@@ -116,8 +132,16 @@ def sample_ensemble(
     outs = []
     for i in range(0, n, batch_size):
         idx = torch.arange(i, min(n, i + batch_size))
-        outs.append(model.sample(dataset["context"][idx], dataset["context_mask"][idx],
-                                 dataset["static"][idx], cond_of(model, dataset, idx),
-                                 n_members=n_members, n_steps=n_steps, generator=generator,
-                                 **kwargs))  # type: ignore[arg-type]
+        outs.append(
+            model.sample(
+                dataset["context"][idx],
+                dataset["context_mask"][idx],
+                dataset["static"][idx],
+                cond_of(model, dataset, idx),
+                n_members=n_members,
+                n_steps=n_steps,
+                generator=generator,
+                **kwargs,
+            )
+        )  # type: ignore[arg-type]
     return torch.cat(outs, 1)

@@ -60,12 +60,12 @@ def cumulative_stress(
     if spin_up is not None:
         a = np.concatenate([np.asarray(spin_up, dtype=np.float64), a], axis=-2)
     drive = np.maximum(0.0, a - threshold)[..., None]  # (..., T, k, 1)
-    out = np.empty(drive.shape[:-1] + (lams.size,))
+    out = np.empty((*drive.shape[:-1], lams.size))
     state = np.zeros(drive.shape[:-3] + drive.shape[-2:-1] + (lams.size,))
     for t in range(a.shape[-2]):
         state = lams * state + drive[..., t, :, :]
         out[..., t, :, :] = state
-    out = out.reshape(out.shape[:-2] + (-1,))
+    out = out.reshape((*out.shape[:-2], -1))
     if spin_up is not None:
         out = out[..., np.asarray(spin_up).shape[-2] :, :]
     return out
@@ -157,9 +157,14 @@ class WeatherDecomposer(TransformerMixin, BaseEstimator):
         return mean_coef, var_coef
 
     def _stress_index(self, names: list[str]) -> list[tuple[str, list[tuple[int, float]]]]:
-        spec = self.stress_vars if self.stress_vars is not None else {
-            "heat": ["temp"], "dry": ["-precip"],
-        }
+        spec = (
+            self.stress_vars
+            if self.stress_vars is not None
+            else {
+                "heat": ["temp"],
+                "dry": ["-precip"],
+            }
+        )
         out = []
         for stress, cols in spec.items():
             idx = []
@@ -205,8 +210,8 @@ class WeatherDecomposer(TransformerMixin, BaseEstimator):
             )
         X = harmonic_design(d, self.n_harmonics)
         g = self._groups(groups, d.shape[0] if d.ndim else 1, fitting=False)
-        B = np.empty(d.shape + (m,))
-        var = np.empty(d.shape + (m,))
+        B = np.empty((*d.shape, m))
+        var = np.empty((*d.shape, m))
         keys = [None] * (d.shape[0] if d.ndim else 1) if g is None else list(g)
         if g is None:
             mc, vc = self.coef_[None]
@@ -224,7 +229,7 @@ class WeatherDecomposer(TransformerMixin, BaseEstimator):
         """Cumulative stress ``(..., T, n_stress * len(stress_decays))`` from anomalies."""
         A = np.asarray(anomaly, dtype=np.float64)
         if not self.stress_index_:
-            return np.zeros(A.shape[:-1] + (0,))
+            return np.zeros((*A.shape[:-1], 0))
         drives = [sum(s * A[..., j] for j, s in idx) / len(idx) for _, idx in self.stress_index_]
         return cumulative_stress(np.stack(drives, -1), self.stress_decays, self.threshold)
 

@@ -1,0 +1,261 @@
+"""Helpers of the easylens benchmark: the synthetic world, the methods and their metrics.
+
+Everything here is a SYNTHETIC stand-in: procedural scans and a TinyCLIP trained from scratch
+in the run, not a medical dataset or model.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.nn import functional as nnf
+
+from easylens import (
+    EasyBank,
+    EasyLens,
+    ScanGenerator,
+    ZeroShotDetector,
+    auprc,
+    auroc,
+    tag_precision_recall,
+    tiny_clip_adapter,
+    train_tiny_clip,
+)
+from easylens import baselines as bl
+from easylens.synthetic import MORPHOLOGIES, SIDES, ScanBatch, TinyCLIP, TinyTokenizer, report
+
+POSITIVE = [report(m, s) for m in MORPHOLOGIES for s in SIDES]  # 8 prompts
+NEGATIVE = [report(None, None)]
+CACHE = Path(tempfile.gettempdir()) / "easylens-tinyclip"
+# spec protocol (full scale): 4,000 scans, 4,000 steps at batch 64
+SPEC_STEPS, SPEC_TRAIN = 4000, 4000
+
+
+@dataclass
+class World:
+    """Protocol sizes (spec: 96 normal bank images, 48 lesion, 200 + 200 subtle, 200 obvious)."""
+
+    steps: int
+    n_train: int
+    n_bank_normal: int = 96
+    n_bank_lesion: int = 48
+    n_test: int = 200
+    cached: bool = False
+
+    @property
+    def scale(self) -> float:
+        return self.steps / SPEC_STEPS
+
+
+def train(
+    world: World, seed: int = 0, batch_size: int = 64
+) -> tuple[TinyCLIP, TinyTokenizer, float]:
+    """TinyCLIP trained from scratch (cached in a temp dir keyed by every argument)."""
+    t0 = time.perf_counter()
+    world.cached = any(CACHE.glob("tinyclip-*.pt")) if CACHE.exists() else False
+    model, tok = train_tiny_clip(
+        seed=seed, n_train=world.n_train, steps=world.steps, batch_size=batch_size, cache_dir=CACHE
+    )
+    return model, tok, time.perf_counter() - t0
+
+
+def sample(world: World, seed: int) -> dict:
+    """Bank and test sets for one seed (bank and test generators have disjoint seeds)."""
+    bank_gen, test_gen = ScanGenerator(seed=10_000 + seed), ScanGenerator(seed=20_000 + seed)
+    return {
+        "bank_normal": bank_gen.sample(world.n_bank_normal, "normal"),
+        "bank_lesion": bank_gen.sample(world.n_bank_lesion, "obvious"),
+        "normal": test_gen.sample(world.n_test, "normal"),
+        "subtle": test_gen.sample(world.n_test, "subtle"),
+        "obvious": test_gen.sample(world.n_test, "obvious"),
+    }
+
+
+def timed_scores(fn: Callable, images: torch.Tensor) -> tuple[np.ndarray, float]:
+    t0 = time.perf_counter()
+    s = fn(images)
+    return s, 1e3 * (time.perf_counter() - t0) / len(images)
+
+
+def evaluate_seed(
+    model: TinyCLIP, tok: TinyTokenizer, data: dict, seed: int, layers: tuple[int, ...] = (1, 2)
+) -> dict:
+    """Every method's metrics on one seed: ``{method: {metric: value}}``."""
+    adapter = tiny_clip_adapter(model, tok)
+    normal, subtle, obvious = data["normal"], data["subtle"], data["obvious"]
+    banks = {
+        lay: EasyBank.build(
+            adapter, data["bank_normal"].images, data["bank_lesion"].images, layer=lay, seed=seed
+        )
+        for lay in layers
+    }
+    main = banks[layers[0]]
+    methods = {
+        "vanilla": bl.Vanilla(adapter),
+        "easylens": EasyLens(adapter, main),
+        **{f"easylens@layer{lay}": EasyLens(adapter, banks[lay]) for lay in layers[1:]},
+        "easylens_pool": EasyLens(adapter, main, inject="pool"),
+        "blind_amplifier": bl.BlindAmplifier(adapter, main),
+        "random_tag": bl.RandomTag(adapter, main, seed=seed),
+        "lesion_only_tag": bl.LesionOnlyTag(adapter, main),
+        "no_morphology": bl.NoMorphology(adapter, main),
+        "cls_attention": bl.CLSAttentionReweight(adapter, main.layer, rho=3 / main.num_patches),
+        "oracle_tag": bl.OracleTag(adapter, main),
+    }
+    y = np.r_[np.zeros(len(normal.labels)), np.ones(len(subtle.labels))]
+    out: dict[str, dict[str, float]] = {}
+    g_plain = adapter.encode_image(normal.images)
+    for name, enc in methods.items():
+        det = ZeroShotDetector(enc, POSITIVE, NEGATIVE)
+        if name == "oracle_tag":
+            score = lambda b, enc=enc, det=det: det.score_embeddings(  # noqa: E731
+                enc.encode_image(b.images, b.patch_mask(4))
+            )
+        else:
+            score = lambda b, det=det: det.decision_function(b.images)  # noqa: E731
+        out[name] = _metrics(score, normal, subtle, obvious, y)
+        if isinstance(enc, EasyLens) and name != "oracle_tag":
+            out[name].update(_tag_stats(enc, normal, subtle))
+        if name != "oracle_tag":
+            g = enc.encode_image(normal.images)
+            out[name]["cos_normal"] = float(nnf.cosine_similarity(g, g_plain, dim=-1).mean())
+    pms = bl.PatchMaxScore(adapter, POSITIVE, NEGATIVE)
+    out["patch_max_score"] = _metrics(
+        lambda b: pms.decision_function(b.images), normal, subtle, obvious, y
+    )
+    return out
+
+
+def _metrics(
+    score: Callable, normal: ScanBatch, subtle: ScanBatch, obvious: ScanBatch, y: np.ndarray
+) -> dict[str, float]:
+    t0 = time.perf_counter()
+    s_n, s_s, s_o = score(normal), score(subtle), score(obvious)
+    ms = 1e3 * (time.perf_counter() - t0) / (3 * len(s_n))
+    return {
+        "auroc_subtle": auroc(y, np.r_[s_n, s_s]),
+        "auroc_obvious": auroc(y, np.r_[s_n, s_o]),
+        "auprc_subtle": auprc(y, np.r_[s_n, s_s]),
+        "auprc_obvious": auprc(y, np.r_[s_n, s_o]),
+        "ms_per_image": ms,
+    }
+
+
+def _tag_stats(lens: EasyLens, normal: ScanBatch, subtle: ScanBatch) -> dict[str, float]:
+    rep_s, rep_n = lens.explain(subtle.images), lens.explain(normal.images)
+    gt = subtle.patch_mask(4)
+    core = rep_s.selected & (rep_s.weights > 0)  # what this method amplified (ring excluded)
+    prec, _ = tag_precision_recall(core, gt)
+    hit = float(((core & gt).flatten(1).any(1)).float().mean())
+    return {
+        "tag_precision": prec,
+        "lesion_hit_rate": hit,
+        "normal_tagged": float(
+            (rep_n.selected & (rep_n.weights > 0)).flatten(1).any(1).float().mean()
+        ),
+        "subtle_tagged": float(core.flatten(1).any(1).float().mean()),
+    }
+
+
+HIGHER_IS_BETTER = {
+    "auroc_subtle": True,
+    "auroc_obvious": True,
+    "auprc_subtle": True,
+    "auprc_obvious": True,
+    "ms_per_image": False,
+    "tag_precision": True,
+    "lesion_hit_rate": True,
+    "normal_tagged": False,
+    "subtle_tagged": True,
+    "cos_normal": True,
+    "train_s": False,
+}
+
+
+def _mean(vals: dict, method: str, metric: str) -> float:
+    v = vals.get((method, metric))
+    return float(np.mean(v)) if v else float("nan")
+
+
+def claims(vals: dict, check: Callable, compare: Callable) -> list:
+    """The spec's claims (a)-(e) and the world's calibration, from per-seed values."""
+    m = lambda a, b: _mean(vals, a, b)  # noqa: E731
+    van_s, van_o = m("vanilla", "auroc_subtle"), m("vanilla", "auroc_obvious")
+    ez_s, ez_o = m("easylens", "auroc_subtle"), m("easylens", "auroc_obvious")
+    per_seed = np.asarray(vals[("easylens", "auroc_subtle")]) - np.asarray(
+        vals[("vanilla", "auroc_subtle")]
+    )
+    gain, drop = ez_s - van_s, van_o - ez_o
+    orc = m("oracle_tag", "auroc_subtle") - van_s
+    bl_s, bl_o, rn_s = (
+        m("blind_amplifier", "auroc_subtle"),
+        m("blind_amplifier", "auroc_obvious"),
+        m("random_tag", "auroc_subtle"),
+    )
+    cos = m("easylens", "cos_normal")
+    return [
+        check(
+            "world calibrated: Vanilla subtle-lesion AUROC has room (0.55 <= AUROC <= 0.90)",
+            0.55 <= van_s <= 0.90,
+            f"vanilla subtle AUROC {van_s:.3f}",
+            inputs=[van_s],
+        ),
+        check(
+            "(a) frozen encoder much better on obvious than subtle lesions (AUROC gap >= 0.10)",
+            van_o - van_s >= 0.10,
+            f"obvious {van_o:.3f} - subtle {van_s:.3f} = {van_o - van_s:.3f}",
+            inputs=[van_o, van_s],
+        ),
+        check(
+            "(b) EasyLens raises subtle AUROC by >= 0.02 over Vanilla (mean), every seed positive",
+            gain >= 0.02 and bool((per_seed > 0).all()),
+            f"gain {gain:+.4f}; per seed {', '.join(f'{x:+.4f}' for x in per_seed)}",
+            inputs=[ez_s, van_s, *per_seed],
+        ),
+        check(
+            "(b) EasyLens obvious-lesion AUROC drops by <= 0.01",
+            drop <= 0.01,
+            f"vanilla {van_o:.4f}, easylens {ez_o:.4f}, drop {drop:+.4f}",
+            inputs=[van_o, ez_o],
+            degenerate=van_o == 1.0 and ez_o == 1.0,
+        ),
+        check(
+            "(c) OracleTag (GT patches, same amplifier) raises subtle AUROC by >= 0.10",
+            orc >= 0.10,
+            f"oracle {m('oracle_tag', 'auroc_subtle'):.3f} vs vanilla {van_s:.3f} ({orc:+.3f})",
+            inputs=[orc],
+        ),
+        compare(
+            "(d) EasyLens beats BlindAmplifier on subtle AUROC",
+            ez_s,
+            ">",
+            bl_s,
+            measured=f"easylens {ez_s:.4f} vs blind {bl_s:.4f}",
+        ),
+        compare(
+            "(d) EasyLens beats RandomTag on subtle AUROC",
+            ez_s,
+            ">",
+            rn_s,
+            measured=f"easylens {ez_s:.4f} vs random {rn_s:.4f}",
+        ),
+        compare(
+            "(d) BlindAmplifier lowers obvious AUROC below Vanilla",
+            bl_o,
+            "<",
+            van_o,
+            measured=f"blind {bl_o:.4f} vs vanilla {van_o:.4f}",
+        ),
+        check(
+            "(e) normal images nearly unchanged: mean cos(g', g) on normal test images >= 0.97",
+            cos >= 0.97,
+            f"mean cos {cos:.4f}",
+            inputs=[cos],
+        ),
+    ]

@@ -1,0 +1,242 @@
+"""TinyCLIP: a tiny CLIP-style model trained from scratch on the synthetic scans.
+
+A SYNTHETIC stand-in for a medical vision-language model, not a medical model: a ViT with
+4 x 4 patches on 32 x 32 images (8 x 8 = 64 patch tokens + CLS, width 64, 4 pre-LN blocks,
+CLS pooling, 64-d joint space) and a causal 2-block text transformer over the ~20-word
+vocabulary of the templated reports.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as nnf
+
+from easylens.adapters import GenericViTAdapter
+from easylens.synthetic.scans import MORPHOLOGIES, SIDES, ScanGenerator, report, reports
+
+VOCAB = (
+    "<pad>",
+    "<eot>",
+    "normal",
+    "chest",
+    "scan",
+    "with",
+    "no",
+    "lesion",
+    "a",
+    "in",
+    "the",
+    "lung",
+    *SIDES,
+    *MORPHOLOGIES,
+)
+
+
+class TinyTokenizer:
+    """Word-level tokenizer over :data:`VOCAB` (``<eot>`` appended, padded to ``length``)."""
+
+    def __init__(self, length: int = 14) -> None:
+        self.length = length
+        self.index = {w: i for i, w in enumerate(VOCAB)}
+
+    def __call__(self, texts: Sequence[str]) -> torch.Tensor:
+        """Token ids ``[T, length]``."""
+        out = torch.zeros(len(texts), self.length, dtype=torch.long)
+        for i, t in enumerate(texts):
+            words = t.lower().replace(",", " ").split()
+            unknown = [w for w in words if w not in self.index]
+            if unknown:
+                raise ValueError(f"words {unknown} are not in the TinyCLIP vocabulary {VOCAB}")
+            ids = [*[self.index[w] for w in words][: self.length - 1], self.index["<eot>"]]
+            out[i, : len(ids)] = torch.tensor(ids)
+        return out
+
+
+class Block(nn.Module):
+    """Pre-LN transformer block (batch-first)."""
+
+    def __init__(self, width: int, heads: int) -> None:
+        super().__init__()
+        self.ln_1, self.ln_2 = nn.LayerNorm(width), nn.LayerNorm(width)
+        self.attn = nn.MultiheadAttention(width, heads, batch_first=True)
+        self.mlp = nn.Sequential(
+            nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width)
+        )
+
+    def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Forward pass."""
+        h = self.ln_1(x)
+        x = x + self.attn(h, h, h, attn_mask=attn_mask, need_weights=False)[0]
+        return x + self.mlp(self.ln_2(x))
+
+
+class TinyCLIP(nn.Module):
+    """Tiny CLIP (synthetic stand-in). ``seed`` fixes the initial weights (global RNG untouched)."""
+
+    def __init__(
+        self,
+        image_size: int = 32,
+        patch: int = 4,
+        width: int = 64,
+        depth: int = 4,
+        heads: int = 4,
+        embed_dim: int = 64,
+        text_depth: int = 2,
+        text_length: int = 14,
+        seed: int = 0,
+    ) -> None:
+        super().__init__()
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            g = image_size // patch
+            self.grid = (g, g)
+            self.image_size = image_size
+            self.patch_embed = nn.Conv2d(1, width, patch, patch)
+            self.cls = nn.Parameter(0.02 * torch.randn(width))
+            self.pos = nn.Parameter(0.02 * torch.randn(1 + g * g, width))
+            self.blocks = nn.ModuleList(Block(width, heads) for _ in range(depth))
+            self.ln_post = nn.LayerNorm(width)
+            self.proj = nn.Parameter(width**-0.5 * torch.randn(width, embed_dim))
+            self.tok = nn.Embedding(len(VOCAB), width)
+            self.pos_t = nn.Parameter(0.02 * torch.randn(text_length, width))
+            self.text_blocks = nn.ModuleList(Block(width, heads) for _ in range(text_depth))
+            self.ln_final = nn.LayerNorm(width)
+            self.text_proj = nn.Parameter(width**-0.5 * torch.randn(width, embed_dim))
+            self.logit_scale = nn.Parameter(torch.tensor(float(np.log(1 / 0.07))))
+        causal = torch.full((text_length, text_length), float("-inf")).triu(1)
+        self.register_buffer("causal", causal, persistent=False)
+
+    def embed(self, images: torch.Tensor) -> torch.Tensor:
+        """Images ``[B, 1, S, S]`` -> tokens ``[B, 1 + N, d]`` (CLS + patches + positions)."""
+        x = self.patch_embed(images).flatten(2).transpose(1, 2)
+        cls = self.cls.expand(x.shape[0], 1, -1)
+        return torch.cat([cls, x], dim=1) + self.pos
+
+    def head(self, tokens: torch.Tensor) -> torch.Tensor:
+        """CLS pooling, final norm and projection."""
+        return self.ln_post(tokens[:, 0]) @ self.proj
+
+    def to_joint(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Patch tokens into the joint space (final norm + projection, MaskCLIP-style)."""
+        return self.ln_post(tokens) @ self.proj
+
+    def encode_image(self, images: torch.Tensor) -> torch.Tensor:
+        """Image embeddings ``[B, E]``."""
+        x = self.embed(images)
+        for b in self.blocks:
+            x = b(x)
+        return self.head(x)
+
+    def encode_text(self, ids: torch.Tensor) -> torch.Tensor:
+        """Text embeddings in the joint space."""
+        x = self.tok(ids) + self.pos_t[: ids.shape[1]]
+        mask = self.causal[: ids.shape[1], : ids.shape[1]]
+        for b in self.text_blocks:
+            x = b(x, attn_mask=mask)
+        eot = (ids == VOCAB.index("<eot>")).int().argmax(dim=1)
+        return self.ln_final(x[torch.arange(len(ids)), eot]) @ self.text_proj
+
+
+def tiny_clip_adapter(model: TinyCLIP, tokenizer: TinyTokenizer | None = None) -> GenericViTAdapter:
+    """A :class:`~easylens.adapters.GenericViTAdapter` over a TinyCLIP (text + to_joint)."""
+    tok = tokenizer if tokenizer is not None else TinyTokenizer(model.pos_t.shape[0])
+    return GenericViTAdapter(
+        model.embed,
+        list(model.blocks),
+        model.head,
+        model.grid,
+        1,
+        image_size=(model.image_size, model.image_size),
+        text_fn=lambda texts: model.encode_text(tok(texts)),
+        joint_fn=model.to_joint,
+        model=model,
+    )
+
+
+def training_set(
+    n: int, mix: tuple[float, float, float], seed: int
+) -> tuple[torch.Tensor, list[str]]:
+    """``n`` scans mixed normal / obvious / subtle and their reports."""
+    gen = ScanGenerator(seed=seed)
+    counts = np.floor(np.asarray(mix) * n).astype(int)
+    counts[0] += n - counts.sum()
+    batches = [
+        gen.sample(int(c), r)
+        for c, r in zip(counts, ("normal", "obvious", "subtle"), strict=True)
+        if c
+    ]
+    images = torch.cat([b.images for b in batches])
+    texts = [t for b in batches for t in reports(b)]
+    return images, texts
+
+
+def train_tiny_clip(
+    seed: int = 0,
+    n_train: int = 4000,
+    steps: int = 4000,
+    batch_size: int = 64,
+    lr: float = 1e-3,
+    mix: tuple[float, float, float] = (0.5, 0.425, 0.075),
+    cache_dir: str | Path | None = None,
+) -> tuple[TinyCLIP, TinyTokenizer]:
+    """Train TinyCLIP from scratch with a CLIP loss (AdamW, cosine schedule).
+
+    Reports that are identical within a batch are all positives (soft targets). With
+    ``cache_dir`` the checkpoint is stored there, keyed by every argument.
+    """
+    cfg = {
+        "seed": seed,
+        "n_train": n_train,
+        "steps": steps,
+        "batch_size": batch_size,
+        "lr": lr,
+        "mix": list(mix),
+        "version": 1,
+    }
+    key = hashlib.sha1(json.dumps(cfg, sort_keys=True).encode()).hexdigest()[:16]
+    model, tok = TinyCLIP(seed=seed), TinyTokenizer()
+    path = Path(cache_dir) / f"tinyclip-{key}.pt" if cache_dir is not None else None
+    if path is not None and path.exists():
+        model.load_state_dict(torch.load(path, weights_only=True))
+        return model.eval().requires_grad_(False), tok
+    images, texts = training_set(n_train, mix, seed + 1000)
+    unique = sorted(
+        set(texts) | {report(None, None)} | {report(m, s) for m in MORPHOLOGIES for s in SIDES}
+    )
+    ids = tok(unique)
+    label = torch.tensor([unique.index(t) for t in texts])
+    gen = torch.Generator().manual_seed(seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.05)
+    warm = max(1, steps // 20)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda t: min(1.0, (t + 1) / warm) * 0.5 * (1 + np.cos(np.pi * min(t, steps) / steps))
+    )
+    model.train()
+    for _ in range(steps):
+        idx = torch.randint(len(images), (batch_size,), generator=gen)
+        x = images[idx]
+        gi = nnf.normalize(model.encode_image(x), dim=-1)
+        gt = nnf.normalize(model.encode_text(ids), dim=-1)
+        logits = model.logit_scale.exp().clamp(max=100) * gi @ gt.T  # [B, unique reports]
+        y = label[idx]
+        loss_i = nnf.cross_entropy(logits, y)
+        same = (y[:, None] == y[None, :]).float()
+        lt = logits[:, y].T  # text of image j vs image i
+        loss_t = -(nnf.log_softmax(lt, dim=1) * same / same.sum(1, keepdim=True)).sum(1).mean()
+        loss = 0.5 * (loss_i + loss_t)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+    model.eval().requires_grad_(False)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        torch.save(model.state_dict(), path)
+    return model, tok

@@ -197,3 +197,39 @@ def test_hfvlm_runs_one_agent_step(item):
     assert conf == pytest.approx(0.5)
     with pytest.raises(ReplyParseError, match="after one repair retry"):
         HFVLM(StandInModel("hmm"), proc).plan(item.image, item.question, [])
+
+
+class StandInDetProcessor:
+    """Processor of a stand-in zero-shot detector: returns fixed boxes and scores."""
+
+    def __call__(self, text=None, images=None, return_tensors="pt"):
+        self.phrase = text[0][0]
+        return {"pixel_values": torch.zeros(1, 3, 4, 4)}
+
+    def post_process_object_detection(self, outputs, threshold, target_sizes):
+        keep = outputs["scores"] >= threshold
+        return [{"scores": outputs["scores"][keep], "boxes": outputs["boxes"][keep]}]
+
+
+def test_hf_zero_shot_detector_plumbing(item):
+    from eva_agent import HFZeroShotDetector
+
+    def model(**inputs):
+        return {
+            "scores": torch.tensor([0.9, 0.1]),
+            "boxes": torch.tensor([[10.0, 20.0, 50.0, 60.0], [0.0, 0.0, 5.0, 5.0]]),
+        }
+
+    proc = StandInDetProcessor()
+    obs = HFZeroShotDetector(model, proc, threshold=0.3)(item.image, phrase="red star")
+    assert proc.phrase == "red star"
+    assert obs.items == [
+        {
+            "label": "red star",
+            "color": "red",
+            "shape": "star",
+            "conf": pytest.approx(0.9),
+            "box": [10.0, 20.0, 50.0, 60.0],
+        }
+    ]
+    assert HFZeroShotDetector(model, proc)(item.image, phrase=" ").status == "error"

@@ -51,7 +51,6 @@ def subtle_lesions(args: argparse.Namespace) -> Outcome:
         "tag": "position reference, window 1, tau 3, k_max 3",
         "prompts": f"{len(tasks.POSITIVE)} positive, {len(tasks.NEGATIVE)} negative",
         "train_s": train_s,
-        "tinyclip_cache_present_at_start": world.cached,
     }
     return Outcome(
         config,

@@ -46,7 +46,6 @@ class World:
     n_bank_normal: int = 96
     n_bank_lesion: int = 48
     n_test: int = 200
-    cached: bool = False
 
     @property
     def scale(self) -> float:
@@ -58,7 +57,6 @@ def train(
 ) -> tuple[TinyCLIP, TinyTokenizer, float]:
     """TinyCLIP trained from scratch (cached in a temp dir keyed by every argument)."""
     t0 = time.perf_counter()
-    world.cached = any(CACHE.glob("tinyclip-*.pt")) if CACHE.exists() else False
     model, tok = train_tiny_clip(
         seed=seed, n_train=world.n_train, steps=world.steps, batch_size=batch_size, cache_dir=CACHE
     )
@@ -148,18 +146,23 @@ def _metrics(
 
 
 def _tag_stats(lens: EasyLens, normal: ScanBatch, subtle: ScanBatch) -> dict[str, float]:
+    """Statistics of EasyTag's tags (``rep.tag``) under ``lens``'s weights.
+
+    For a baseline that overrides the selection (blind, random, lesion-only) precision and hit
+    rate describe EasyTag's tags intersected with that baseline's weights, not its own choice;
+    the README shows these rows for the EasyLens variants only.
+    """
     rep_s, rep_n = lens.explain(subtle.images), lens.explain(normal.images)
+    sel = rep_s.weights > 0
     gt = subtle.patch_mask(4)
-    core = rep_s.selected & (rep_s.weights > 0)  # what this method amplified (ring excluded)
+    core = rep_s.tag.selected & (rep_s.weights > 0)
     prec, _ = tag_precision_recall(core, gt)
     hit = float(((core & gt).flatten(1).any(1)).float().mean())
     return {
         "tag_precision": prec,
         "lesion_hit_rate": hit,
-        "normal_tagged": float(
-            (rep_n.selected & (rep_n.weights > 0)).flatten(1).any(1).float().mean()
-        ),
-        "subtle_tagged": float(core.flatten(1).any(1).float().mean()),
+        "normal_tagged": float((rep_n.n_selected > 0).float().mean()),
+        "subtle_tagged": float(sel.flatten(1).any(1).float().mean()),
     }
 
 

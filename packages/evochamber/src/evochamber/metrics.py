@@ -65,10 +65,12 @@ def population_specialization(population: Population) -> float:
 
 
 def niche_coverage(population: Population, threshold: float = 0.5) -> float:
-    """Share of niches with at least one alive agent of competence >= ``threshold``."""
+    """Share of niches with an alive agent that answered them at competence >= ``threshold``."""
     if not population.niches:
         return math.nan
-    covered = [any(a.c(k) >= threshold for a in population) for k in population.niches]
+    covered = [
+        any(a.n(k) >= 1 and a.c(k) >= threshold for a in population) for k in population.niches
+    ]
     return float(np.mean(covered))
 
 

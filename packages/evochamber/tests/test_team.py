@@ -23,10 +23,11 @@ def test_ucb_anchor_matches_hand_computation(make_pop):
     scores = asm.anchor_scores(pop.agents, "n0", t)
     want = [ucb(0.9, 40, t, 0.3), ucb(0.6, 2, t, 0.3), ucb(0.5, 0, t, 0.3)]
     np.testing.assert_allclose(scores, want, rtol=0, atol=1e-15)
-    # 0.9 + 0.3*sqrt(ln 101/41) = 1.0009; 0.6 + 0.3*sqrt(ln 101/3) = 1.1677; 0.5 + 0.643 = 1.143
+    # 0.9 + 0.3 sqrt(ln 101 / 41) = 1.0007; 0.6 + 0.3 sqrt(ln 101 / 3) = 0.9721;
+    # 0.5 + 0.3 sqrt(ln 101) = 1.1445: the never-tried agent anchors
     team = asm.assemble(pop, "n0", t, np.random.default_rng(0))
-    assert team[0].agent_id == "a01"
-    assert [round(s, 4) for s in scores] == [1.0009, 1.1677, 1.1436]
+    assert team[0].agent_id == "a02"
+    assert [round(s, 4) for s in scores] == [1.0007, 0.9721, 1.1445]
 
 
 def test_anchor_ties_are_broken_by_the_seeded_generator(make_pop):

@@ -276,13 +276,9 @@ class EvoChamber:
             fork_cooldown=cfg.fork_cooldown,
         )
 
-    def run(self, stream: Iterable[Task], progress: bool = False) -> RunLog:
+    def run(self, stream: Iterable[Task]) -> RunLog:
         """Solve and evolve over the whole stream; returns the log."""
         tasks = validate_stream(stream, self.tagger)
-        if progress:
-            from methodkit import progress as bar  # optional: only when asked
-
-            tasks = bar(tasks, desc="evochamber")
         for task in tasks:
             self.step(task)
         return self.log

@@ -64,13 +64,13 @@ QUICK = {
         "max_len": 64,
         "d_expert": 16,
     },
-    "bytes_per_domain": 60_000,
+    "bytes_per_domain": 40_000,
     "split": [0.6, 0.2, 0.2],
-    "steps": 25,
+    "steps": 12,
     "batch": 8,
-    "eval_rows": 6,
-    "nmi_docs": 8,
-    "scale": "smoke run: 25 steps of a 1-layer d32 model, thresholds reported, not gated",
+    "eval_rows": 4,
+    "nmi_docs": 6,
+    "scale": "smoke run: 12 steps of a 1-layer d32 model, thresholds reported, not gated",
 }
 
 

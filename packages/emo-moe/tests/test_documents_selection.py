@@ -152,6 +152,7 @@ def test_lm_loss_is_shifted_cross_entropy():
     torch.testing.assert_close(out["loss"], out["lm_loss"] + out["aux_loss"])
 
 
+@pytest.mark.slow
 def test_hf_olmoe_restriction_and_capture():
     transformers = pytest.importorskip("transformers")
     from emo_moe import hf_router_logits, restrict_hf_experts

@@ -36,9 +36,11 @@ def _layer_loss(
         f = counts / probs.shape[1]
         p_bar = probs.mean(dim=1)
         return (num_experts / top_k) * (f * p_bar).sum(dim=-1).mean()
-    counts = torch.bincount(idx.reshape(-1), minlength=num_experts).float()
+    counts = torch.bincount(idx.reshape(-1), minlength=num_experts).to(probs.dtype)
     p_sum = probs.reshape(-1, num_experts).sum(dim=0)
-    n_tok = torch.tensor(float(probs.shape[0] * probs.shape[1]), device=probs.device)
+    n_tok = torch.tensor(
+        float(probs.shape[0] * probs.shape[1]), dtype=probs.dtype, device=probs.device
+    )
     if group is not None:
         counts, n_tok = _all_reduce(counts, group), _all_reduce(n_tok, group)
         # the value is the global mean; the gradient comes from this rank's tokens

@@ -37,8 +37,8 @@ FULL = {
 }
 QUICK = {
     **FULL,
-    "train_steps": 6,
-    "n_test": 6,
+    "train_steps": 3,
+    "n_test": 4,
     "n_FeatureOnly": 3,
     "n_EditDifference": 3,
     "n_ablation": 4,

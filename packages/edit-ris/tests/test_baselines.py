@@ -33,7 +33,7 @@ def test_center_prior_is_a_centred_disc():
     [
         lambda bb: bl.AttentionOnly(bb),
         lambda bb: bl.AttentionAffinity(bb),
-        lambda bb: bl.FeatureOnly(bb),
+        pytest.param(lambda bb: bl.FeatureOnly(bb), marks=pytest.mark.slow),  # sklearn import
         lambda bb: bl.OneStepDifference(bb),
         lambda bb: bl.NoiseDifference(bb, n_seeds=2),
         lambda bb: bl.EditDifference(bb, num_inference_steps=3),

@@ -26,7 +26,8 @@ def test_capture_on_or_off_gives_the_same_eps(tiny):
     on = tiny.forward_capture(x, instr, 999, 0, capture=CaptureSpec())
     off = tiny.forward_capture(x, instr, 999, 0, capture=None)
     torch.testing.assert_close(on.eps, off.eps, atol=1e-6, rtol=0)
-    torch.testing.assert_close(on.x0, off.x0, atol=1e-6, rtol=0)
+    # x0 = raw output: the fused kernel and the explicit softmax differ by float32 rounding
+    torch.testing.assert_close(on.x0, off.x0, atol=1e-5, rtol=0)
 
 
 def test_word_level_span_drops_articles_and_stop_words(tiny):

@@ -8,6 +8,8 @@ import torch
 
 from edit_ris import Capture, CaptureError, DiffusersIP2PBackbone, EditRIS, expression_token_span
 
+pytestmark = pytest.mark.slow  # builds a tiny pipeline (~6 s)
+
 diffusers = pytest.importorskip("diffusers")
 transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")

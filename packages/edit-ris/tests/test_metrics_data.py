@@ -64,9 +64,14 @@ def test_recolour_edit_changes_only_the_referent():
         assert it.edit_instruction.endswith(" purple")
 
 
-def test_size_split_has_a_distractor():
+def test_size_split_plants_a_same_colour_shape_pair():
     for it in ShapeRefGenerator(seed=6).sample(10, "size"):
         o = it.objects[it.target]
-        same = [p for p in it.objects if p.shape == o.shape and p.colour == o.colour]
-        assert len(same) >= 2
-        assert it.expression.split()[1] == o.size
+        pairs = [
+            (p, q)
+            for p in it.objects
+            for q in it.objects
+            if p.shape == q.shape and p.colour == q.colour and p.size != q.size
+        ]
+        assert pairs  # every size scene has a small/large pair of one colour and shape
+        assert it.expression == f"the {o.size} {o.colour} {o.shape}"

@@ -155,7 +155,8 @@ def test_assessor_table():
         (Observation("ok", [txt("B42")]), "ocr", grounded, "ok"),
         (Observation("ok", [txt("B49")]), "ocr", [*grounded, ocr_ev([txt("B42")])], "conflict"),
         (Observation("ok", [txt("B42")]), "ocr", [], "irrelevant"),  # whole image, not grounded
-        (Observation("ok", [DET2]), "detect", [], "irrelevant"),
+        # a whole-image detection without the entity is evidence of its absence, not noise
+        (Observation("ok", [DET2]), "detect", [], "ok"),
         (Observation("ok", [DET]), "detect", [], "ok"),
     ]
     for obs, kind, ledger, status in cases:

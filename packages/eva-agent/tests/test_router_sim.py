@@ -58,6 +58,7 @@ def test_threshold_router_rule():
         ThresholdRouter(-0.1)
 
 
+@pytest.mark.slow
 def test_logistic_router_learns_that_low_confidence_is_risky():
     pytest.importorskip("sklearn")
     rng = np.random.default_rng(0)
@@ -70,6 +71,7 @@ def test_logistic_router_learns_that_low_confidence_is_risky():
         LogisticRouter().fit(rows[:3], [0, 0, 0])
 
 
+@pytest.mark.slow
 def test_simulator_matches_its_parameters():
     """Direct accuracy per type within 4 SE of the stated rates (600 questions, 3 seeds)."""
     acc: dict[str, list[bool]] = {}

@@ -39,7 +39,7 @@ QUICK = {
     **FULL,
     "train_steps": 3,
     "n_test": 4,
-    "n_FeatureOnly": 3,
+    "n_FeatureOnly": 0,
     "n_EditDifference": 3,
     "n_ablation": 4,
     "n_probe": 4,

@@ -95,6 +95,32 @@ def test_load_state_dict_mismatches():
         EMANesterov(_sgd(2, 3)).load_state_dict({"state": {}})
 
 
+def _stepped(*shapes):
+    opt = EMANesterov(_sgd(*shapes))
+    for p in opt.param_groups[0]["params"]:
+        p.grad = torch.ones_like(p)
+    opt.step()
+    return opt
+
+
+@pytest.mark.parametrize(
+    ("corrupt", "match"),
+    [
+        (lambda sd: sd["ema"].pop("config"), r"lacks \['config'\]"),
+        (lambda sd: sd["ema"]["config"].pop("shapes"), r"\['config'\] lacks \['shapes'\]"),
+        (lambda sd: sd["ema"].__setitem__("config", None), "must be a dict"),
+        (lambda sd: sd["ema"]["beta_applied"].append(1.0), "parameter groups"),
+        (lambda sd: sd["ema"]["state"][0].pop("m"), r"\['state'\]\[0\] must hold 'm'"),
+        (lambda sd: sd["ema"]["state"].__setitem__(1, {"m": torch.ones(7)}), "of shape"),
+    ],
+)
+def test_truncated_or_corrupt_checkpoint_names_what_is_wrong(corrupt, match):
+    sd = copy.deepcopy(_stepped(2, 3).state_dict())
+    corrupt(sd)
+    with pytest.raises(ValueError, match=match):
+        EMANesterov(_sgd(2, 3)).load_state_dict(sd)
+
+
 def test_sparse_gradients():
     emb = torch.nn.Embedding(5, 2, sparse=True)
     opt = EMANesterov(torch.optim.SGD(emb.parameters(), lr=0.1))

@@ -1,5 +1,7 @@
 """EMANesterov against its definition: base equivalence, NAG reference, black-box recurrence."""
 
+import copy
+
 import numpy as np
 import pytest
 import torch
@@ -184,3 +186,38 @@ def test_soap_base_beta_zero_bitwise(h):
     h.train(wrapped, EMANesterov(po.SOAP(wrapped.parameters(), lr=1e-2), beta=0.0), data)
     for p, q in zip(ref.parameters(), wrapped.parameters(), strict=True):
         assert torch.equal(p, q)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_skip_nonfinite_skips_the_whole_step_and_counts_it(bad):
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 2)
+    opt = EMANesterov(torch.optim.Adam(model.parameters(), lr=0.1), skip_nonfinite=True)
+    for _ in range(3):
+        opt.zero_grad()
+        model(torch.randn(4, 3)).pow(2).sum().backward()
+        opt.step()
+    before = copy.deepcopy((model.state_dict(), opt.state_dict()))
+    opt.zero_grad()
+    model(torch.randn(4, 3)).pow(2).sum().backward()
+    model.bias.grad[0] = bad
+    opt.step()
+    assert opt.skipped_steps == 1
+    after = (model.state_dict(), opt.state_dict())
+    for key, value in before[0].items():
+        assert torch.equal(value, after[0][key])
+    assert after[1]["ema"]["step"] == before[1]["ema"]["step"]
+    assert after[1]["base"][0]["state"][0]["step"] == before[1]["base"][0]["state"][0]["step"]
+    restored = EMANesterov(torch.optim.Adam(model.parameters(), lr=0.1), skip_nonfinite=True)
+    restored.load_state_dict(opt.state_dict())
+    assert restored.skipped_steps == 1
+
+
+def test_without_the_guard_a_nan_gradient_reaches_the_parameters():
+    model = torch.nn.Linear(3, 2)
+    opt = EMANesterov(torch.optim.SGD(model.parameters(), lr=0.1))
+    model(torch.randn(4, 3)).sum().backward()
+    model.bias.grad[0] = float("nan")
+    opt.step()
+    assert opt.skipped_steps == 0
+    assert torch.isnan(model.bias).any()

@@ -18,7 +18,20 @@ from ema_nesterov._wrapping import (
 )
 
 _APPLIED = "_ema_beta_applied"
+_EMA_KEYS = ("step", "training", "state", "beta_applied", "config")
+_CONFIG_KEYS = ("memory_efficient", "n_params", "shapes", "base_classes")
 _LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def _require_keys(mapping: Any, keys: Sequence[str], where: str) -> None:
+    """A truncated or foreign checkpoint fails with the missing keys named, not a KeyError."""
+    if not isinstance(mapping, dict):
+        raise ValueError(f"{where} must be a dict, got {type(mapping).__name__}")
+    missing = [k for k in keys if k not in mapping]
+    if missing:
+        raise ValueError(
+            f"{where} lacks {missing}: truncated, or not written by EMANesterov.state_dict()"
+        )
 
 
 class EMANesterov(torch.optim.Optimizer):
@@ -60,6 +73,9 @@ class EMANesterov(torch.optim.Optimizer):
             lookahead point into ``m`` (float32/float64 parameters only).
         state_dtype: dtype of the buffers (default: the parameter's); ``torch.float32``
             keeps the EMA accurate for bf16/fp16 parameters.
+        skip_nonfinite: Skip a step whose gradients hold a NaN or inf (no base step, no EMA
+            update) and count it in ``skipped_steps``, as ``GradScaler`` does (default off:
+            the check costs one synchronisation per step).
 
     Raises:
         TypeError: If ``base_optimizer`` is not an optimizer (or a sequence of them), is an
@@ -89,6 +105,7 @@ class EMANesterov(torch.optim.Optimizer):
         beta_schedule: Callable[[int], float] | None = None,
         memory_efficient: bool = False,
         state_dtype: torch.dtype | None = None,
+        skip_nonfinite: bool = False,
     ) -> None:
         gamma = check_unit_interval("gamma", gamma)
         beta = check_nonneg("beta", beta)
@@ -109,6 +126,9 @@ class EMANesterov(torch.optim.Optimizer):
         self.beta_schedule = beta_schedule
         self.memory_efficient = bool(memory_efficient)
         self.state_dtype = state_dtype
+        self.skip_nonfinite = bool(skip_nonfinite)
+        #: Steps skipped for non-finite gradients (``skip_nonfinite=True``).
+        self.skipped_steps = 0
         self._ema_step = 0
         self._training = True
         self._eval_backup: dict[torch.Tensor, torch.Tensor] = {}
@@ -223,6 +243,9 @@ class EMANesterov(torch.optim.Optimizer):
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
+        if self.skip_nonfinite and not self._grads_finite():
+            self.skipped_steps += 1
+            return loss
         b_next_mult = self._multiplier(self._ema_step + 1)
         plans = []
         for group in self.param_groups:
@@ -244,6 +267,13 @@ class EMANesterov(torch.optim.Optimizer):
             group[_APPLIED] = b_next
         self._ema_step += 1
         return loss
+
+    def _grads_finite(self) -> bool:
+        grads = [p.grad for g in self.param_groups for p in g["params"] if p.grad is not None]
+        if not grads:
+            return True
+        norms = torch._foreach_norm([g.float() if g.dtype in _LOW_PRECISION else g for g in grads])
+        return bool(torch.isfinite(torch.stack([n.float().cpu() for n in norms])).all())
 
     def _pre_step(self, gamma: float, b: float, params: list[torch.Tensor]) -> None:
         if not params:
@@ -400,6 +430,7 @@ class EMANesterov(torch.optim.Optimizer):
             "base": [b.state_dict() for b in self._bases],
             "ema": {
                 "step": self._ema_step,
+                "skipped_steps": self.skipped_steps,
                 "training": self._training,
                 "state": {
                     i: {"m": self.state[p]["m"]}
@@ -420,13 +451,15 @@ class EMANesterov(torch.optim.Optimizer):
         """Load a state dict produced by :meth:`state_dict` of a matching wrapper.
 
         Raises:
-            ValueError: If the structure, the parameter count or shapes, or the base optimizer
-                classes differ.
+            ValueError: If the structure (a truncated checkpoint names its missing keys), the
+                parameter count or shapes, or the base optimizer classes differ.
         """
         if not isinstance(state_dict, dict) or set(state_dict) != {"base", "ema"}:
             raise ValueError("state_dict must have exactly the keys 'base' and 'ema'")
         ema = state_dict["ema"]
+        _require_keys(ema, _EMA_KEYS, "state_dict['ema']")
         cfg = ema["config"]
+        _require_keys(cfg, _CONFIG_KEYS, "state_dict['ema']['config']")
         classes = [type(b).__name__ for b in self._bases]
         if cfg["base_classes"] != classes or len(state_dict["base"]) != len(self._bases):
             raise ValueError(
@@ -446,14 +479,24 @@ class EMANesterov(torch.optim.Optimizer):
             base.load_state_dict(sd)
         self.param_groups = [g for b in self._bases for g in b.param_groups]
         self.state = defaultdict(dict)
+        if len(ema["beta_applied"]) != len(self.param_groups):
+            raise ValueError(
+                f"state_dict has {len(ema['beta_applied'])} parameter groups, this wrapper "
+                f"{len(self.param_groups)}"
+            )
         for i, p in enumerate(params):
             saved = ema["state"].get(i)
             if saved is not None:
+                if "m" not in saved or tuple(saved["m"].shape) != tuple(p.shape):
+                    raise ValueError(
+                        f"state_dict['ema']['state'][{i}] must hold 'm' of shape {tuple(p.shape)}"
+                    )
                 dtype = self.state_dtype or p.dtype
                 self.state[p]["m"] = saved["m"].to(device=p.device, dtype=dtype, copy=True)
         for group, b in zip(self.param_groups, ema["beta_applied"], strict=True):
             group[_APPLIED] = float(b)
         self._ema_step = int(ema["step"])
+        self.skipped_steps = int(ema.get("skipped_steps", 0))  # absent before 0.2
         self._training = bool(ema["training"])
         self._eval_backup.clear()
 

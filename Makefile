@@ -18,7 +18,7 @@ TEST_DIRS := $(wildcard shared/tests packages tests)
 # `make test PKG=core` (or methodkit) targets shared/; anything else packages/<PKG>
 PKG_DIR   = $(if $(filter core methodkit,$(PKG)),shared,packages/$(PKG))
 
-.PHONY: help uv sync lock test-all test-fast test bench reproduce lint format build-all \
+.PHONY: help uv system-deps sync lock test-all test-fast test bench reproduce lint format build-all \
         check-wheel check-wheels readme new-package clean _need-pkg
 
 help: ## list targets
@@ -28,7 +28,10 @@ uv: ## bootstrap uv into .tools/uv if it is missing (needs only python3 + pip; w
 	@$(UV) --version >/dev/null 2>&1 || { echo "installing uv into $(UV_HOME)"; \
 	    python3 -m pip install -q --disable-pip-version-check --target "$(UV_HOME)" "uv>=0.13,<0.14"; }
 
-sync: uv ## install every package (editable), all extras and dev tools into .venv
+system-deps: ## apt packages some packages use (tesseract-ocr); never fails, says what is missing
+	@bash scripts/system_deps.sh
+
+sync: uv system-deps ## install every package (editable), all extras and dev tools into .venv
 	$(UV) sync --locked --all-packages --all-extras
 
 lock: uv ## re-resolve uv.lock after editing any pyproject.toml

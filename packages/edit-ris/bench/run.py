@@ -23,7 +23,7 @@ from methodkit.bench import Outcome, ResultRow, check, compare, run_suite
 PACKAGE = "edit-ris"
 SPEC_STEPS = 2300
 FULL = {
-    "train_steps": 1500,
+    "train_steps": SPEC_STEPS,
     "batch": 32,
     "lr": 2e-3,
     "n_test": 600,

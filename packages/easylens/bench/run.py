@@ -19,7 +19,7 @@ import tasks
 from methodkit.bench import Outcome, ResultRow, check, compare, run_suite
 
 PACKAGE = "easylens"
-FULL = tasks.World(steps=800, n_train=4000)  # 1/5 of the spec's 4,000 training steps
+FULL = tasks.World(steps=tasks.SPEC_STEPS, n_train=4000)  # the spec's 4,000 training steps
 QUICK = tasks.World(steps=10, n_train=96, n_bank_normal=12, n_bank_lesion=6, n_test=24)
 
 

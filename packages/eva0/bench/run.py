@@ -106,19 +106,6 @@ def _claims(
             inputs=list(noadapt.values()),
         )
     )
-    if "EVA-0 (no anchor)" in mu:
-        ablations = ["EVA-0", "EVA-0 (plain entropy)", "EVA-0 (no anchor)", "ZOShared"]
-        claims.append(
-            check(
-                "ablations reported (not thresholded)",
-                True,
-                f"EVA-0 {100 * mu['EVA-0']:.2f}%, plain entropy "
-                f"{100 * mu['EVA-0 (plain entropy)']:.2f}%, no anchor "
-                f"{100 * mu['EVA-0 (no anchor)']:.2f}%, shared-direction ZO "
-                f"{100 * mu['ZOShared']:.2f}%",
-                inputs=[mu[m] for m in ablations],
-            )
-        )
     return claims
 
 

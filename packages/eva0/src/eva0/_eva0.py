@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from eva0.losses import entropy, scale_invariant_entropy
+from eva0.outputs import as_logits
 from eva0.perturb import NORM_TYPES, PerSampleNorm, per_sample_call
 from methodkit import zo
 
@@ -257,7 +258,7 @@ class EVA0(nn.Module):
             for p, zj in zip(self.params, z, strict=True):
                 p.add_(zj, alpha=eps)
             try:
-                return self.model(x)
+                return as_logits(self.model(x))
             finally:  # restore theta bit for bit
                 for p, s in zip(self.params, saved, strict=True):
                     p.copy_(s)
@@ -267,7 +268,7 @@ class EVA0(nn.Module):
         }
         if self.mode == "norm":
             with self._norms.apply(stacks):
-                return self.model(x)
+                return as_logits(self.model(x))
         return per_sample_call(self.model, stacks, x)
 
     def _losses(self, logits: torch.Tensor) -> torch.Tensor:

@@ -17,6 +17,7 @@ from eva0._cmaes import CMAES
 from eva0._eva0 import EVA0, select_params
 from eva0.losses import entropy
 from eva0.models import PromptedViT
+from eva0.outputs import as_logits
 from methodkit.torch import generator
 
 __all__ = ["FOA", "DeYO", "NoAdapt", "Tent", "ZOShared"]
@@ -38,7 +39,7 @@ class NoAdapt(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Log-softmax of the model's logits."""
         self.forward_passes += 1
-        return torch.log_softmax(self.model(x), dim=1)
+        return torch.log_softmax(as_logits(self.model(x)), dim=1)
 
     def reset(self) -> None:
         """Nothing to reset (the counter restarts)."""
@@ -97,7 +98,7 @@ class Tent(_BPNorm):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Predict with the current affines, then take one entropy step."""
         with torch.enable_grad():
-            logits = self.model(x)
+            logits = as_logits(self.model(x))
             self.forward_passes += 1
             self._step(entropy(logits).mean())
         return logits.detach()
@@ -162,7 +163,7 @@ class DeYO(_BPNorm):
         if x.dim() != 4:
             raise ValueError(f"DeYO needs (B, C, H, W) images, got shape {tuple(x.shape)}")
         with torch.enable_grad():
-            logits = self.model(x)
+            logits = as_logits(self.model(x))
             self.forward_passes += 1
             margin = (
                 self.ent_margin if self.ent_margin is not None else 0.5 * math.log(logits.shape[1])
@@ -175,7 +176,7 @@ class DeYO(_BPNorm):
                     self.forward_passes += 1
                     prob = logits[keep].softmax(1).detach()
                     yhat = prob.argmax(1, keepdim=True)
-                    prob_s = self.model(xs).softmax(1)
+                    prob_s = as_logits(self.model(xs)).softmax(1)
                     plpd = (prob.gather(1, yhat) - prob_s.gather(1, yhat)).squeeze(1)
                 sel = plpd > self.plpd_threshold
                 if sel.any():

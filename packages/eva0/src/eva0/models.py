@@ -2,9 +2,9 @@
 
 :class:`TinyViT` is a hand-written ViT exposing the attributes timm's ``VisionTransformer``
 has (``patch_embed``, ``_pos_embed``, ``blocks``, ``norm``, ``head``), so
-:class:`PromptedViT` and :class:`eva0.EVA0` treat both alike. ``timm`` is not in this
-workspace's lock (it would pull torchvision), so the benchmark uses :class:`TinyViT`;
-:func:`timm_vit` builds the same configuration with timm when it is installed.
+:class:`PromptedViT` and :class:`eva0.EVA0` treat both alike. :class:`TinyViT` is a
+dependency-free stand-in; :func:`timm_vit` builds the same configuration as a real timm
+``VisionTransformer`` (extra ``eva0[timm]``), which is what the benchmark trains.
 """
 
 from __future__ import annotations
@@ -153,12 +153,12 @@ def timm_vit(
     """The same configuration as a timm ``VisionTransformer`` built without weights.
 
     Raises:
-        ImportError: If timm is not installed (``pip install timm``).
+        ImportError: If timm is not installed (``pip install 'eva0[timm]'``).
     """
     try:
         from timm.models.vision_transformer import VisionTransformer
     except ImportError as exc:
-        raise ImportError("timm_vit needs timm: pip install timm") from exc
+        raise ImportError("timm_vit needs timm: pip install 'eva0[timm]'") from exc
     return VisionTransformer(
         img_size=img_size,
         patch_size=patch_size,

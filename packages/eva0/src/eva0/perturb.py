@@ -18,6 +18,8 @@ import torch
 from torch import nn
 from torch.nn import functional
 
+from eva0.outputs import as_logits
+
 __all__ = ["NORM_TYPES", "PerSampleNorm", "per_sample_call"]
 
 #: Norm layers whose affines :class:`PerSampleNorm` can make per-sample.
@@ -162,6 +164,7 @@ def per_sample_call(
             raise ValueError(f"params_stack[{name!r}] has {t.shape[0]} rows for a batch of {B}")
 
     def one(p: dict[str, torch.Tensor], xi: torch.Tensor) -> torch.Tensor:
-        return torch.func.functional_call(model, p, (xi.unsqueeze(0),), strict=False).squeeze(0)
+        out = torch.func.functional_call(model, p, (xi.unsqueeze(0),), strict=False)
+        return as_logits(out).squeeze(0)
 
     return torch.func.vmap(one, in_dims=(0, 0), randomness="different")(dict(params_stack), x)

@@ -93,7 +93,7 @@ def utility_seed(
         d = num_state(model)
         cfg = make(seed)
         run = run_fedavg if isinstance(cfg, FedAvgConfig) else run_simulation
-        hist = run(model, fd.clients, cfg, rounds, trainer, evaluate)
+        hist = run(model, fd.clients, cfg, rounds, trainer, evaluate, count_bytes=True)
         led = hist.ledger
         up = [sum(led.client_uplink(r).values()) / K for r in led.rounds]
         inb = [led.max_inbound(r, kind="shard") for r in led.rounds]

@@ -3,7 +3,7 @@
 import torch
 
 from eris_fl import flatten
-from eris_fl._round import participants
+from eris_fl._eris import participants
 from eris_fl._seeding import COMPRESS, LOCAL, derived_generator
 
 

@@ -11,7 +11,7 @@ from eris_fl.params import num_state
 
 def _run(cfg, K=6):
     data = make_clients(K)
-    return run_simulation(make_mlp(), data, cfg, 2, LocalTrainer(batch_size=8))
+    return run_simulation(make_mlp(), data, cfg, 2, LocalTrainer(batch_size=8), count_bytes=True)
 
 
 def test_eris_balanced_loads_match_formulas():
@@ -22,7 +22,9 @@ def test_eris_balanced_loads_match_formulas():
         up = led.client_uplink(rnd)
         assert set(up.values()) == {4 * d}  # every client sends its whole update, split
         assert led.max_inbound(rnd, kind="shard") == K * 4 * math.ceil(d / A)
-    fed = run_fedavg(make_mlp(), make_clients(K), FedAvgConfig(), 2, LocalTrainer(batch_size=8))
+    fed = run_fedavg(
+        make_mlp(), make_clients(K), FedAvgConfig(), 2, LocalTrainer(batch_size=8), count_bytes=True
+    )
     assert fed.ledger.max_inbound(0, kind="shard") == K * 4 * d  # the FedAvg server
     assert fed.ledger.inbound(0, kind="shard") == {"server": K * 4 * d}
 

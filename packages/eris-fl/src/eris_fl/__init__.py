@@ -7,7 +7,6 @@ with no central aggregator. Optional Distributed Shifted Compression (DSC) cuts 
 
 from importlib.metadata import version as _version
 
-from eris_fl._eris import ERISSimulator, History, RoundView, run_simulation
 from eris_fl.aggregator import ShardAggregator
 from eris_fl.baselines import run_fedavg
 from eris_fl.client import LocalTrainer
@@ -15,13 +14,16 @@ from eris_fl.comm import CommLedger
 from eris_fl.compress import Compressor, Identity, RandK, StochasticQuant, TopK
 from eris_fl.config import ERISConfig, FedAvgConfig
 from eris_fl.dsc import ShiftState
+from eris_fl.observers import ByteCounter, RoundView
 from eris_fl.params import assign, flatten
 from eris_fl.partition import ShardPartitioner
 from eris_fl.privacy import exposure_fraction, leakage_bound
+from eris_fl.simulation import ERISSimulator, History, run_simulation
 
 __version__ = _version("eris-fl")
 
 __all__ = [
+    "ByteCounter",
     "CommLedger",
     "Compressor",
     "ERISConfig",

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 
 import torch
 
+from eris_fl._eris import aggregate_shard
+
 
 class ShardAggregator:
     """Sums the shard it owns: ``v^(a) = s^(a) + sum_k p_k c_k^(a)``.
@@ -38,14 +40,4 @@ class ShardAggregator:
         Raises:
             ValueError: If lengths disagree or there are no shards.
         """
-        if len(shards) == 0:
-            raise ValueError("aggregate needs at least one shard")
-        if len(shards) != len(weights):
-            raise ValueError(f"got {len(shards)} shards but {len(weights)} weights")
-        n = shards[0].numel()
-        v = torch.zeros_like(shards[0]) if s_seg is None else s_seg.clone()
-        for shard, w in zip(shards, weights, strict=True):
-            if shard.numel() != n:
-                raise ValueError(f"shard lengths differ: {shard.numel()} vs {n}")
-            v += w * shard
-        return v
+        return aggregate_shard(shards, weights, s_seg)

@@ -21,18 +21,38 @@ def cross_entropy_loss(model: nn.Module, batch: Sequence[torch.Tensor]) -> torch
 
 
 def dataset_size(dataset: Any) -> int:
-    """Number of examples in a ``(X, y, ...)`` tuple, a ``TensorDataset`` or any sized dataset."""
+    """Number of examples of a client's data.
+
+    ``(X, y, ...)`` tuples, ``TensorDataset``s and sized datasets report their length; a
+    ``DataLoader`` that of its dataset; a callable yielding batches is iterated once and its
+    batches' first dimensions added up (give it a ``__len__`` to skip that pass).
+    """
     if isinstance(dataset, tuple | list):
         if not dataset or not all(isinstance(t, torch.Tensor) for t in dataset):
             raise TypeError("a tuple dataset must hold tensors, e.g. (X, y)")
         return int(dataset[0].shape[0])
-    return len(dataset)
+    if isinstance(dataset, torch.utils.data.DataLoader):
+        return len(dataset.dataset)  # type: ignore[arg-type]
+    if hasattr(dataset, "__len__"):
+        return len(dataset)
+    if callable(dataset):
+        return sum(int(_as_batch(b)[0].shape[0]) for b in dataset())
+    raise TypeError(
+        "client data must be (X, y) tensors, a torch Dataset, a DataLoader or a callable "
+        f"yielding batches, got {type(dataset).__name__}"
+    )
 
 
-def _batches(
-    dataset: Any, batch_size: int, generator: torch.Generator
-) -> list[tuple[torch.Tensor, ...]]:
-    """One shuffled epoch of mini-batches."""
+def _as_batch(batch: Any) -> tuple[torch.Tensor, ...]:
+    return tuple(batch) if isinstance(batch, list | tuple) else (batch,)
+
+
+def _batches(dataset: Any, batch_size: int, generator: torch.Generator) -> list[tuple[Any, ...]]:
+    """One epoch of mini-batches.
+
+    Tensors and datasets are shuffled with the client's seeded ``generator`` (the stream
+    every transport shares); a ``DataLoader`` or a batch callable gives its own batches.
+    """
     if isinstance(dataset, torch.utils.data.TensorDataset):
         dataset = dataset.tensors
     if isinstance(dataset, tuple | list):
@@ -42,10 +62,14 @@ def _batches(
             tuple(t[perm[i : i + batch_size].to(t.device)] for t in dataset)
             for i in range(0, n, batch_size)
         ]
+    if isinstance(dataset, torch.utils.data.DataLoader):
+        return [_as_batch(b) for b in dataset]
+    if not isinstance(dataset, torch.utils.data.Dataset) and callable(dataset):
+        return [_as_batch(b) for b in dataset()]
     loader = torch.utils.data.DataLoader(
         dataset, batch_size=batch_size, shuffle=True, generator=generator
     )
-    return [tuple(b) if isinstance(b, list | tuple) else (b,) for b in loader]
+    return [_as_batch(b) for b in loader]
 
 
 class LocalTrainer:

@@ -1,13 +1,9 @@
-r"""The real multi-process / multi-host engine on ``torch.distributed`` (gloo over TCP).
+r"""Running the gloo engine (:mod:`eris_fl.gloo`): on one machine, or under ``torchrun``.
 
-Every rank is one client. Per round each participating rank computes its message ``c_k``;
-in ``comm="p2p"`` mode (default, faithful to the threat model) rank ``k`` sends its shard
-``c_k[owner == a]`` with ``isend`` to the rank that aggregates shard ``a``, which alone sums
-it; in ``comm="collective"`` mode a ``dist.reduce(dst=aggregator)`` does the sum, faster but
-gloo's reduction tree lets intermediate ranks see partial sums (a performance mode).
-Each aggregator then ``broadcast``s its segment ``v^(a)`` and every rank reassembles
-``x_{t+1} = x_t + lambda v``. The arithmetic is that of
-:class:`~eris_fl.ERISSimulator`, so both give the same parameters.
+:func:`launch_local` starts one process per client on 127.0.0.1 and, when a rank fails,
+names it first with its own error (or as dropped, when it died without one), before the
+other ranks' lost connections. The arithmetic is ERIS's round (:mod:`eris_fl._eris`), so
+the result equals :class:`~eris_fl.ERISSimulator`'s.
 
 Multi-host with ``torchrun`` (reads ``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``,
 ``MASTER_PORT``)::
@@ -31,9 +27,8 @@ with ``cfg.toml``::
 from __future__ import annotations
 
 import argparse
-import datetime
 import importlib
-import logging
+import json
 import os
 import socket
 import tempfile
@@ -44,202 +39,17 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.distributed as dist
 from torch import nn
 
-from eris_fl._round import (
-    as_update_fn,
-    check_datasets,
-    check_update,
-    participants,
-    round_weights,
-    select_aggregators,
-)
-from eris_fl._seeding import COMPRESS, LOCAL, derived_generator
-from eris_fl.aggregator import ShardAggregator
+from eris_fl._checks import EvalFn
 from eris_fl.client import LocalTrainer, UpdateFn
 from eris_fl.compress import Compressor, RandK, StochasticQuant
 from eris_fl.config import ERISConfig
-from eris_fl.dsc import ShiftState, resolve_alpha
-from eris_fl.params import assign, flatten
-from eris_fl.partition import ShardPartitioner
+from eris_fl.faults import RankFailureError, RankOutcome, describe_failure
+from eris_fl.gloo import COMM_MODES, DatasetFn, ModelFn, run_worker
+from eris_fl.simulation import History
 
-logger = logging.getLogger(__name__)
-
-COMM_MODES = ("p2p", "collective")
-ModelFn = Callable[[], nn.Module]
-DatasetFn = Callable[[int], Any]
-
-
-def _exchange(
-    comm: str,
-    rank: int,
-    c: torch.Tensor | None,
-    idx: torch.Tensor,
-    agg_rank: int,
-    clients: list[int],
-    p: list[float],
-    s_seg: torch.Tensor | None,
-    agg: ShardAggregator,
-) -> torch.Tensor | None:
-    """Move shard ``a`` to its aggregator; return ``v^(a)`` on the aggregator, else None."""
-    if comm == "collective":
-        buf = torch.zeros(idx.numel(), dtype=torch.float64 if c is None else c.dtype)
-        if c is not None:
-            buf = p[clients.index(rank)] * c[idx]
-        dist.reduce(buf, dst=agg_rank)
-        if rank != agg_rank:
-            return None
-        return buf if s_seg is None else s_seg + buf
-    reqs = []
-    if c is not None and rank != agg_rank:
-        reqs.append(dist.isend(c[idx].contiguous(), dst=agg_rank))
-    v = None
-    if rank == agg_rank:
-        shards = []
-        pending = []
-        for k in clients:
-            if k == rank:
-                shards.append(c[idx])  # type: ignore[index]
-            else:
-                buf = torch.empty(idx.numel(), dtype=c.dtype if c is not None else torch.float32)
-                pending.append(dist.irecv(buf, src=k))
-                shards.append(buf)
-        for req in pending:
-            req.wait()
-        v = agg.aggregate(shards, p, s_seg)
-    for req in reqs:
-        req.wait()
-    return v
-
-
-def run_worker(
-    rank: int,
-    world_size: int,
-    model_fn: ModelFn,
-    dataset_fn: DatasetFn,
-    config: ERISConfig,
-    rounds: int,
-    trainer: LocalTrainer | UpdateFn | None = None,
-    comm: str = "p2p",
-    init_method: str | None = None,
-    timeout_s: float = 120.0,
-) -> torch.Tensor:
-    """Run one client (one rank) of an ERIS training; return the final state vector.
-
-    Joins the process group if none exists (``init_method`` default ``"env://"``, as set
-    by ``torchrun``), and leaves it again at the end in that case.
-
-    Args:
-        rank: This process's rank = client id.
-        world_size: Number of ranks = clients.
-        model_fn: Zero-argument callable building the model (rank 0's initial state is
-            broadcast, so it need not be seeded).
-        dataset_fn: ``f(rank) -> dataset`` of this client.
-        config: :class:`~eris_fl.config.ERISConfig` (same on every rank).
-        rounds: Number of rounds.
-        trainer: Local work, as in :func:`~eris_fl.run_simulation`.
-        comm: ``"p2p"`` or ``"collective"``.
-        init_method: ``torch.distributed`` init method (``tcp://host:port`` or ``env://``).
-        timeout_s: Timeout of every collective (a dead peer fails the run after this).
-
-    Returns:
-        The final flat state (also assigned into the rank's model).
-
-    Raises:
-        ValueError: Bad ``comm``, or ``world_size`` not matching the process group.
-    """
-    if comm not in COMM_MODES:
-        raise ValueError(f"comm must be one of {COMM_MODES}, got {comm!r}")
-    own_group = not dist.is_initialized()
-    if own_group:
-        dist.init_process_group(
-            "gloo",
-            init_method=init_method or "env://",
-            rank=rank,
-            world_size=world_size,
-            timeout=datetime.timedelta(seconds=timeout_s),
-        )
-    try:
-        if dist.get_world_size() != world_size or dist.get_rank() != rank:
-            raise ValueError(
-                f"world_size/rank mismatch: process group has world_size="
-                f"{dist.get_world_size()}, rank={dist.get_rank()}, got {world_size}, {rank}"
-            )
-        return _train(rank, world_size, model_fn, dataset_fn, config, rounds, trainer, comm)
-    finally:
-        if own_group:
-            dist.destroy_process_group()
-
-
-def _train(
-    rank: int,
-    world_size: int,
-    model_fn: ModelFn,
-    dataset_fn: DatasetFn,
-    config: ERISConfig,
-    rounds: int,
-    trainer: LocalTrainer | UpdateFn | None,
-    comm: str,
-) -> torch.Tensor:
-    cfg = config
-    m = cfg.clients_per_round or world_size
-    if m > world_size or cfg.num_aggregators > m:
-        raise ValueError(
-            f"num_aggregators={cfg.num_aggregators} must be <= the {min(m, world_size)} "
-            f"participating clients (world_size={world_size})"
-        )
-    model = model_fn()
-    data = dataset_fn(rank)
-    update_fn = as_update_fn(trainer, cfg)
-    x = flatten(model, cfg.trainable_only, cfg.include_buffers).cpu()
-    dist.broadcast(x, src=0)  # everybody starts from rank 0's initial state
-    d = x.numel()
-    n_local = check_datasets([data])[0]
-    sizes_t = [torch.zeros(1, dtype=torch.long) for _ in range(world_size)]
-    dist.all_gather(sizes_t, torch.tensor([n_local], dtype=torch.long))
-    sizes = [int(s) for s in sizes_t]
-    part = ShardPartitioner(cfg.num_aggregators, cfg.partition, cfg.seed)
-    aggregators = [ShardAggregator(a) for a in range(cfg.num_aggregators)]
-    shift = public = None
-    if cfg.compressor is not None:
-        alpha = resolve_alpha(cfg.shift_alpha, cfg.compressor, d)
-        shift = ShiftState(d, alpha, dtype=x.dtype)
-        public = ShiftState(d, alpha, dtype=x.dtype)
-    for t in range(rounds):
-        clients = participants(world_size, cfg.clients_per_round, cfg.seed, t)
-        aggs = select_aggregators(
-            cfg.aggregator_selection, cfg.num_aggregators, clients, cfg.seed, t
-        )
-        p = round_weights(cfg.weights, sizes, clients)
-        c = None
-        if rank in clients:
-            u = update_fn(model, x.clone(), data, derived_generator(cfg.seed, t, rank, LOCAL))
-            u = check_update(u, d, rank, t).detach().cpu()
-            if shift is not None and cfg.compressor is not None:
-                gen = derived_generator(cfg.seed, t, rank, COMPRESS)
-                c = shift.step(u, cfg.compressor, gen)
-            else:
-                c = u
-        owner = part.owner(t, d)
-        v = torch.zeros_like(x)
-        for a in range(cfg.num_aggregators):
-            idx = (owner == a).nonzero().squeeze(1)
-            s_seg = None if public is None else public.shift[idx]
-            v_seg = _exchange(comm, rank, c, idx, aggs[a], clients, p, s_seg, aggregators[a])
-            buf = v_seg if v_seg is not None else torch.empty(idx.numel(), dtype=x.dtype)
-            dist.broadcast(buf, src=aggs[a])
-            v[idx] = buf
-        x_next = x.clone()
-        for a in range(cfg.num_aggregators):
-            idx = (owner == a).nonzero().squeeze(1)
-            x_next[idx] = x[idx] + cfg.server_lr * v[idx]
-        if public is not None:
-            public.track(v)
-        x = x_next
-        assign(model, x, cfg.trainable_only, cfg.include_buffers)
-        logger.debug("rank %d finished round %d", rank, t)
-    return x
+__all__ = ["config_from_toml", "free_port", "launch_local", "main", "run_worker"]
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -264,6 +74,10 @@ def _check_port(port: int, host: str = "127.0.0.1") -> int:
     return port
 
 
+def _write_round(out_dir: str, rank: int, round: int) -> None:
+    (Path(out_dir) / f"rank{rank}.round").write_text(str(round))
+
+
 def _entry(
     rank: int,
     world_size: int,
@@ -277,27 +91,24 @@ def _entry(
     comm: str,
     timeout_s: float,
     threads: int,
+    eval_fn: EvalFn | None,
 ) -> None:
     torch.set_num_threads(threads)
+    out = Path(out_dir)
     try:
-        x = run_worker(
-            rank,
-            world_size,
-            model_fn,
-            dataset_fn,
-            config,
-            rounds,
-            trainer,
-            comm,
-            init_method=f"tcp://127.0.0.1:{port}",
-            timeout_s=timeout_s,
-        )
+        history = run_worker(
+            rank, world_size, model_fn, dataset_fn, config, rounds, trainer, comm,
+            init_method=f"tcp://127.0.0.1:{port}", timeout_s=timeout_s, eval_fn=eval_fn,
+            on_round=lambda r, t: _write_round(out_dir, r, t),
+        )  # fmt: skip
     except BaseException as exc:
-        # Written before the process dies, so the parent can name the root cause even when
-        # another rank's "connection closed by peer" error is the one torch reports first.
-        (Path(out_dir) / f"rank{rank}.err").write_text(f"{type(exc).__name__}: {exc}")
-        raise
-    torch.save(x, Path(out_dir) / f"rank{rank}.pt")
+        # Written before the process dies, with the time, so that the parent can tell the
+        # first failure from the other ranks' lost connections that follow it.
+        note = " ".join(getattr(exc, "__notes__", []))
+        err = {"time": time.time(), "error": f"{type(exc).__name__}: {exc} {note}".strip()}
+        (out / f"rank{rank}.err").write_text(json.dumps(err))
+        os._exit(1)
+    torch.save({"metrics": history.metrics, "params": history.params}, out / f"rank{rank}.pt")
 
 
 def _prewarm() -> None:
@@ -312,6 +123,20 @@ def _prewarm() -> None:
     opt.step()
 
 
+def _outcome(out_dir: Path, rank: int, exitcode: int | None) -> RankOutcome:
+    err_file, round_file = out_dir / f"rank{rank}.err", out_dir / f"rank{rank}.round"
+    err = json.loads(err_file.read_text()) if err_file.is_file() else None
+    last = int(round_file.read_text()) if round_file.is_file() else -1
+    return RankOutcome(
+        rank=rank,
+        exitcode=exitcode,
+        error=None if err is None else err["error"],
+        error_time=None if err is None else err["time"],
+        finished=(out_dir / f"rank{rank}.pt").is_file(),
+        last_round=last,
+    )
+
+
 def launch_local(
     world_size: int,
     model_fn: ModelFn,
@@ -324,13 +149,16 @@ def launch_local(
     timeout_s: float = 120.0,
     start_method: str = "fork",
     threads: int = 1,
-) -> torch.Tensor:
+    eval_fn: EvalFn | None = None,
+    return_history: bool = False,
+    grace_s: float = 2.0,
+) -> torch.Tensor | History:
     """Run ``world_size`` client processes on this machine over gloo on 127.0.0.1.
 
     Args:
         world_size: Number of clients (processes), ``>= 1``.
         model_fn: Zero-argument model builder (picklable if ``start_method="spawn"``).
-        dataset_fn: ``f(rank) -> dataset``.
+        dataset_fn: ``f(rank) -> dataset`` (a dataset, ``DataLoader`` or batch callable).
         config: :class:`~eris_fl.config.ERISConfig`.
         rounds: Number of rounds.
         trainer: Local work (default :class:`~eris_fl.client.LocalTrainer`).
@@ -339,13 +167,19 @@ def launch_local(
         timeout_s: Wall-clock limit for the whole run and for each collective.
         start_method: ``"fork"`` (fast, Linux) or ``"spawn"``.
         threads: torch threads per process.
+        eval_fn: ``f(model) -> dict | float`` run on rank 0 after each round, and logged.
+        return_history: Return rank 0's :class:`~eris_fl.History` (metrics and final state)
+            instead of the final state alone.
+        grace_s: After the first failure, how long the other ranks get to report theirs.
 
     Returns:
-        The final flat state (identical on every rank; checked).
+        The final flat state (identical on every rank; checked), or the history.
 
     Raises:
         ValueError: Bad arguments, or ``port`` in use (use ``port=0``).
-        RuntimeError: A rank failed (the others are stopped), or ranks disagree.
+        RankFailureError: A rank failed or dropped out (named first, with its own error); the
+            others are stopped. A ``RuntimeError``.
+        RuntimeError: Ranks disagree on the final state.
         TimeoutError: The run exceeded ``timeout_s``.
     """
     import torch.multiprocessing as mp
@@ -363,39 +197,57 @@ def launch_local(
     port = _check_port(port)
     if start_method == "fork":
         _prewarm()
-    with tempfile.TemporaryDirectory(prefix="eris_fl_") as out_dir:
-        args = (world_size, port, out_dir, model_fn, dataset_fn, config, rounds, trainer, comm)
-        ctx = mp.start_processes(
-            _entry,
-            args=(*args, timeout_s, threads),
-            nprocs=world_size,
-            join=False,
-            start_method=start_method,
-        )
-        deadline = time.monotonic() + timeout_s
+    ctx = mp.get_context(start_method)
+    with tempfile.TemporaryDirectory(prefix="eris_fl_") as tmp:
+        out_dir = Path(tmp)
+        args = (world_size, port, tmp, model_fn, dataset_fn, config, rounds, trainer, comm)
+        procs = [
+            ctx.Process(target=_entry, args=(r, *args, timeout_s, threads, eval_fn))
+            for r in range(world_size)
+        ]
+        for proc in procs:
+            proc.start()
         try:
-            while not ctx.join(timeout=0.2):
-                if time.monotonic() > deadline:
-                    raise TimeoutError(
-                        f"distributed run did not finish within timeout_s={timeout_s}"
-                    )
-        except (mp.ProcessRaisedException, mp.ProcessExitedException) as exc:
-            errors = "; ".join(
-                f"{p.stem}: {p.read_text()}" for p in sorted(Path(out_dir).glob("rank*.err"))
-            )
-            raise RuntimeError(
-                f"a rank of the distributed run failed ({errors or 'no error recorded'}): {exc}"
-            ) from exc
+            _wait(procs, out_dir, time.monotonic() + timeout_s, timeout_s, grace_s)
         finally:
-            for proc in ctx.processes:
+            for proc in procs:
                 if proc.is_alive():
                     proc.kill()
-                    proc.join(5)
-        states = [torch.load(Path(out_dir) / f"rank{r}.pt") for r in range(world_size)]
-    for r, s in enumerate(states[1:], start=1):
-        if not torch.equal(s, states[0]):
+                proc.join(5)
+        results = [torch.load(out_dir / f"rank{r}.pt") for r in range(world_size)]
+    for r, res in enumerate(results[1:], start=1):
+        if not torch.equal(res["params"], results[0]["params"]):
             raise RuntimeError(f"rank {r} ended with a different state than rank 0")
-    return states[0]
+    if return_history:
+        return History(metrics=results[0]["metrics"], params=results[0]["params"])
+    return results[0]["params"]
+
+
+def _wait(
+    procs: list[Any], out_dir: Path, deadline: float, timeout_s: float, grace_s: float
+) -> None:
+    """Wait for every rank; on the first failure, give the others ``grace_s`` then raise."""
+    while any(p.exitcode is None for p in procs):
+        failed = [r for r, p in enumerate(procs) if p.exitcode not in (None, 0)]
+        dropped = [
+            r for r, p in enumerate(procs)
+            if p.exitcode == 0 and not (out_dir / f"rank{r}.pt").is_file()
+        ]  # fmt: skip
+        if failed or dropped:
+            end = time.monotonic() + grace_s
+            while time.monotonic() < end and any(p.exitcode is None for p in procs):
+                time.sleep(0.05)
+            break
+        if time.monotonic() > deadline:
+            running = [r for r, p in enumerate(procs) if p.exitcode is None]
+            raise TimeoutError(
+                f"distributed run did not finish within timeout_s={timeout_s} "
+                f"(ranks still running: {running})"
+            )
+        time.sleep(0.05)
+    outcomes = [_outcome(out_dir, r, p.exitcode) for r, p in enumerate(procs)]
+    if not all(o.finished for o in outcomes):
+        raise RankFailureError(describe_failure(outcomes), outcomes)
 
 
 def _load_callable(spec: str) -> Callable[..., Any]:
@@ -450,7 +302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     spec = config_from_toml(args.config)
     rank = int(os.environ["RANK"])
     world_size = int(os.environ["WORLD_SIZE"])
-    x = run_worker(
+    history = run_worker(
         rank,
         world_size,
         spec["model_fn"],
@@ -463,7 +315,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         timeout_s=spec["timeout_s"],
     )
     if rank == 0 and spec["out"]:
-        torch.save(x, spec["out"])
+        torch.save(history.params, spec["out"])
     return 0
 
 

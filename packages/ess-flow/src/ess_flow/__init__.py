@@ -6,7 +6,7 @@ Elliptical slice sampling on the Gaussian source ``z`` of a deterministic genera
 
 from importlib.metadata import version as _version
 
-from ess_flow._ess_flow import ESSFlow, ESSFlowResult, elliptical_slice_step
+from ess_flow._ess_flow import ESSFlow, elliptical_slice_step
 from ess_flow.baselines import (
     PCNResult,
     SIRResult,
@@ -17,8 +17,11 @@ from ess_flow.baselines import (
 )
 from ess_flow.diagnostics import (
     effective_sample_size,
+    ess_bulk,
+    ess_tail,
     kabsch_rmsd,
     mmd_rbf,
+    rank_rhat,
     rhat,
     sliced_wasserstein,
 )
@@ -39,6 +42,7 @@ from ess_flow.likelihoods import (
     SumLikelihood,
     Tempered,
 )
+from ess_flow.result import ESSFlowResult, MixingWarning, check_mixing, mixing_report
 from ess_flow.training import MLPVelocity, train_flow_matching
 
 __version__ = _version("ess-flow")
@@ -52,6 +56,7 @@ __all__ = [
     "GaussianLikelihood",
     "IndicatorLikelihood",
     "MLPVelocity",
+    "MixingWarning",
     "NoiseAugmentedGenerator",
     "PCNResult",
     "PropertyTargetLikelihood",
@@ -60,16 +65,21 @@ __all__ = [
     "SumLikelihood",
     "Tempered",
     "__version__",
+    "check_mixing",
     "dps_flow_sample",
     "dps_guidance",
     "effective_sample_size",
     "elliptical_slice_step",
+    "ess_bulk",
+    "ess_tail",
     "from_callable",
     "from_flow_matching",
     "from_torchcfm",
     "kabsch_rmsd",
+    "mixing_report",
     "mmd_rbf",
     "pcn_sample",
+    "rank_rhat",
     "rhat",
     "sir_sample",
     "sliced_wasserstein",

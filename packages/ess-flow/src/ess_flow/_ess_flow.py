@@ -12,12 +12,18 @@ import logging
 import math
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 
-from ess_flow.diagnostics import effective_sample_size, rhat
+from ess_flow.result import (
+    DEFAULT_MAX_RHAT,
+    DEFAULT_MIN_ESS_PER_CHAIN,
+    ESSFlowResult,
+    check_mixing,
+    mixing_report,
+)
+from ess_flow.schedule import ChainState, RunSchedule
+from ess_flow.source import validated_prior
 from methodkit.torch import generator as seeded_generator
 
 __all__ = ["ESSFlow", "ESSFlowResult", "elliptical_slice_step"]
@@ -152,66 +158,6 @@ def elliptical_slice_step(
     return w_new, ell_new, n_calls
 
 
-@dataclass
-class ESSFlowResult:
-    """Samples and diagnostics of :meth:`ESSFlow.run`.
-
-    Attributes:
-        z: Source samples, ``(n_kept, n_chains, *source_shape)``.
-        x: Generated samples ``T(z)``, ``(n_kept, n_chains, *data_shape)``, or None.
-        log_lik: ``log g(y | x)`` of the kept samples, ``(n_kept, n_chains)``.
-        n_generator_calls: Total number of batched generator calls (init + every round).
-        n_evaluations: Total number of single-sample generator evaluations (sum of batch sizes).
-        calls_per_iter: Batched calls per iteration (``1 + shrinks`` of the slowest chain),
-            shape ``(n_total_iter,)``, warm-up iterations included.
-        n_max_shrink: Number of chain-iterations that hit ``max_shrink``.
-        warmup_iters: Number of warm-up iterations (tempering / low fidelity) before ``n_iter``.
-    """
-
-    z: torch.Tensor
-    x: torch.Tensor | None
-    log_lik: torch.Tensor
-    n_generator_calls: int
-    n_evaluations: int
-    calls_per_iter: torch.Tensor
-    n_max_shrink: int = 0
-    warmup_iters: int = 0
-    extras: dict[str, Any] = field(default_factory=dict)
-
-    def flat_x(self) -> torch.Tensor:
-        """All kept generated samples as one batch ``(n_kept * n_chains, *data_shape)``.
-
-        Raises:
-            ValueError: If the run used ``return_x=False``.
-        """
-        if self.x is None:
-            raise ValueError("no x stored: run with return_x=True")
-        return self.x.reshape(-1, *self.x.shape[2:])
-
-    def flat_z(self) -> torch.Tensor:
-        """All kept source samples as one batch ``(n_kept * n_chains, *source_shape)``."""
-        return self.z.reshape(-1, *self.z.shape[2:])
-
-    def summary(self) -> dict[str, float]:
-        """Return scalar diagnostics: split-R-hat, ``n_eff`` over source coordinates, cost."""
-        zz = self.z.reshape(self.z.shape[0], self.z.shape[1], -1).double().cpu().numpy()
-        out: dict[str, float] = {
-            "n_kept": float(self.z.shape[0]),
-            "n_chains": float(self.z.shape[1]),
-            "n_generator_calls": float(self.n_generator_calls),
-            "n_evaluations": float(self.n_evaluations),
-            "mean_calls_per_iter": float(self.calls_per_iter.double().mean()),
-            "n_max_shrink": float(self.n_max_shrink),
-        }
-        if zz.shape[0] >= 4:
-            r = rhat(zz)
-            ne = effective_sample_size(zz)
-            out.update(
-                rhat_max=float(r.max()), n_eff_min=float(ne.min()), n_eff_mean=float(ne.mean())
-            )
-        return out
-
-
 class ESSFlow:
     r"""Gradient-free posterior sampling in the source space of a flow generator.
 
@@ -299,28 +245,9 @@ class ESSFlow:
             torch.device(device) if device is not None else torch.device("cpu")
         )
         self.dtype: torch.dtype = dtype
-        D = math.prod(source_shape)
-        self.prior_mean: torch.Tensor | None = None
-        if prior_mean is not None:
-            mu = torch.as_tensor(prior_mean, device=self.device, dtype=dtype)
-            if mu.numel() != D:
-                raise ValueError(
-                    f"prior_mean must have {D} elements (source_shape {source_shape}), "
-                    f"got shape {tuple(mu.shape)}"
-                )
-            self.prior_mean = mu.reshape(source_shape)
-        self.prior_scale_tril: torch.Tensor | None = None
-        if prior_scale_tril is not None:
-            L = torch.as_tensor(prior_scale_tril, device=self.device, dtype=dtype)
-            if L.ndim != 2 or L.shape[0] != L.shape[1]:
-                raise ValueError(f"prior_scale_tril must be square, got shape {tuple(L.shape)}")
-            if L.shape[0] != D:
-                raise ValueError(f"prior_scale_tril must be ({D}, {D}), got {tuple(L.shape)}")
-            if not torch.equal(L, torch.tril(L)):
-                raise ValueError("prior_scale_tril must be lower-triangular")
-            if not bool((torch.diagonal(L) > 0).all()):
-                raise ValueError("prior_scale_tril must have a positive diagonal")
-            self.prior_scale_tril = L
+        self.prior_mean, self.prior_scale_tril = validated_prior(
+            prior_mean, prior_scale_tril, source_shape, self.device, dtype
+        )
 
     # -- source-space transforms -------------------------------------------------------------
     def to_source(self, w: torch.Tensor) -> torch.Tensor:
@@ -387,10 +314,12 @@ class ESSFlow:
         n_chains: int,
         init: str | torch.Tensor,
         rng: torch.Generator,
-        gen: Callable[[torch.Tensor], torch.Tensor],
+        schedule: RunSchedule,
         counter: list[int],
         max_init_tries: int,
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    ) -> ChainState:
+        """Initial states of all chains (``init`` tensor, prior draw, or prior search)."""
+        gen = schedule.generator_at(0)
         shape = (n_chains, *self.source_shape)
         all_idx = torch.arange(n_chains, device=self.device)
         if isinstance(init, torch.Tensor):
@@ -403,7 +332,7 @@ class ESSFlow:
             ell, x = self._evaluate(w, all_idx, gen, counter)
             if bool(torch.isinf(ell).all()):
                 raise ValueError("every chain of the init tensor has log-likelihood -inf")
-            return w, ell, x
+            return ChainState(w, ell, x)
         if init not in ("prior", "search"):
             raise ValueError(f"init must be 'prior', 'search' or a tensor, got {init!r}")
         w = torch.randn(shape, generator=rng, device=self.device, dtype=self.dtype)
@@ -422,7 +351,20 @@ class ESSFlow:
                     RuntimeWarning,
                     stacklevel=3,
                 )
-        x = x.clone()
+        return ChainState(*self._search(w, ell, x.clone(), bad, rng, gen, counter, max_init_tries))
+
+    def _search(
+        self,
+        w: torch.Tensor,
+        ell: torch.Tensor,
+        x: torch.Tensor,
+        bad: torch.Tensor,
+        rng: torch.Generator,
+        gen: Callable[[torch.Tensor], torch.Tensor],
+        counter: list[int],
+        max_init_tries: int,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Redraw the chains marked ``bad`` from the prior until their likelihood is finite."""
         tries = 1
         while bool(bad.any()):
             if tries >= max_init_tries:
@@ -446,7 +388,7 @@ class ESSFlow:
             tries += 1
         return w, ell, x
 
-    # -- main loop ---------------------------------------------------------------------------
+    # -- main loop: named steps ------------------------------------------------------------
     def run(
         self,
         n_chains: int,
@@ -463,15 +405,15 @@ class ESSFlow:
         max_init_tries: int = 1000,
         callback: Callable[[int, torch.Tensor, torch.Tensor], None] | None = None,
         progress: bool = False,
+        max_rhat: float = DEFAULT_MAX_RHAT,
+        min_ess_per_chain: float = DEFAULT_MIN_ESS_PER_CHAIN,
     ) -> ESSFlowResult:
-        """Run ``n_chains`` chains for ``n_iter`` iterations after optional warm-up.
+        """Run ``n_chains`` chains for ``n_iter`` iterations after an optional warm-up.
 
-        Warm-up: ``anneal_iters + low_fidelity_iters`` iterations run first and are never
-        returned. During the first ``anneal_iters`` of them the likelihood is tempered by
-        ``beta_k = (k + 1) / (anneal_iters + 1)``; if ``low_fidelity_iters > 0`` all warm-up
-        iterations use ``low_fidelity_generator``, and the state is then re-evaluated with
-        the main generator (one call). The ``n_iter`` main iterations follow; of those, the
-        first ``burn_in`` are dropped and every ``thin``-th is kept.
+        Warm-up (never returned): ``anneal_iters`` iterations tempered by ``beta_k = (k + 1) /
+        (anneal_iters + 1)`` and ``low_fidelity_iters`` on the ``low_fidelity_generator``. Then
+        ``burn_in`` main iterations are dropped and every ``thin``-th is kept; the kept draws get
+        R-hat and bulk / tail ESS, and a :class:`~ess_flow.MixingWarning` says what to raise.
 
         Args:
             n_chains: Number of parallel chains (>= 1).
@@ -487,15 +429,69 @@ class ESSFlow:
             max_init_tries: Prior redraws per chain for ``init="search"``.
             callback: Called as ``callback(iteration, z, log_lik)`` after every iteration.
             progress: Show a progress bar.
+            max_rhat: Warn when a coordinate's rank-normalised R-hat exceeds this.
+            min_ess_per_chain: Warn when ``min(bulk, tail ESS) / n_chains`` is below this.
 
         Returns:
-            An :class:`ESSFlowResult`.
+            An :class:`ESSFlowResult` with samples, cost counters and mixing diagnostics.
 
         Raises:
             ValueError: For invalid arguments, NaN / wrong-shape likelihoods, non-finite
                 generator output, or all chains at ``-inf`` under ``init="prior"``.
             RuntimeError: If ``init="search"`` exhausts ``max_init_tries``.
         """
+        schedule = self._schedule(
+            n_chains, n_iter, burn_in, thin, anneal_iters, low_fidelity_iters, max_init_tries
+        )
+        generator = self._rng(seed) if generator is None else generator
+        counter = [0, 0]  # batched generator calls, single-sample evaluations
+        state = self._init(n_chains, init, generator, schedule, counter, max_init_tries)
+        self._sample(state, schedule, generator, counter, return_x, callback, progress)
+        return self._result(state, schedule, counter, return_x, max_rhat, min_ess_per_chain)
+
+    def _sample(
+        self,
+        state: ChainState,
+        schedule: RunSchedule,
+        rng: torch.Generator,
+        counter: list[int],
+        return_x: bool,
+        callback: Callable[[int, torch.Tensor, torch.Tensor], None] | None,
+        progress: bool,
+    ) -> None:
+        """The main loop: warm-up hand-over, one ESS transition per iteration, keep, callback."""
+        from methodkit import progress as _progress
+
+        total = schedule.total
+        for it in _progress(range(total), progress, desc="ESS-Flow", total=total):
+            self._leave_warmup_if_due(it, state, schedule, counter)
+            self._iterate(it, state, schedule, rng, counter)
+            if schedule.keeps(it):
+                state.keep(self.to_source(state.w), return_x)
+            if callback is not None:
+                callback(it, self.to_source(state.w), state.ell)
+        logger.info(
+            "ESS-Flow: %d chains x %d iterations, %d generator calls",
+            schedule.n_chains,
+            total,
+            counter[0],
+        )
+
+    def _rng(self, seed: int | None) -> torch.Generator:
+        """A fresh ``torch.Generator`` on the chains' device, seeded when ``seed`` is given."""
+        return seeded_generator(None if seed is None else int(seed), device=self.device)
+
+    def _schedule(
+        self,
+        n_chains: int,
+        n_iter: int,
+        burn_in: int,
+        thin: int,
+        anneal_iters: int,
+        low_fidelity_iters: int,
+        max_init_tries: int,
+    ) -> RunSchedule:
+        """Validate the run's integer arguments and return its iteration schedule."""
         for name, val, lo in (
             ("n_chains", n_chains, 1),
             ("n_iter", n_iter, 1),
@@ -511,74 +507,87 @@ class ESSFlow:
             raise ValueError(f"burn_in must be < n_iter={n_iter}, got {burn_in}")
         if low_fidelity_iters > 0 and self.low_fidelity_generator is None:
             raise ValueError("low_fidelity_iters > 0 needs a low_fidelity_generator")
-        if generator is None:
-            generator = seeded_generator(None if seed is None else int(seed), device=self.device)
-
-        from methodkit import progress as _progress
-
-        counter = [0, 0]
-        n_warm = anneal_iters + low_fidelity_iters
         warm_gen = self.generator
         if low_fidelity_iters > 0 and self.low_fidelity_generator is not None:
             warm_gen = self.low_fidelity_generator
-        first_gen = warm_gen if n_warm > 0 else self.generator
-        w, ell, x = self._init(n_chains, init, generator, first_gen, counter, max_init_tries)
-        calls_per_iter: list[int] = []
-        kept_z, kept_x, kept_ell = [], [], []
-        n_max_shrink = 0
-        total = n_warm + n_iter
-        for it in _progress(range(total), progress, desc="ESS-Flow", total=total):
-            if it == n_warm and low_fidelity_iters > 0:
-                # Leave the warm-up: re-evaluate the state under the main generator.
-                ell, x = self._evaluate(
-                    w, torch.arange(n_chains, device=self.device), self.generator, counter
-                )
-                if bool(torch.isinf(ell).all()):
-                    raise ValueError("every chain has log-likelihood -inf after warm-up")
-            gen = warm_gen if it < n_warm else self.generator
-            beta = (it + 1) / (anneal_iters + 1) if it < anneal_iters else 1.0
+        return RunSchedule(
+            n_chains, n_iter, burn_in, thin, anneal_iters, low_fidelity_iters,
+            warm_gen, self.generator,
+        )  # fmt: skip
 
-            def fn(
-                prop: torch.Tensor,
-                idx: torch.Tensor,
-                _gen: Callable[[torch.Tensor], torch.Tensor] = gen,
-                _beta: float = beta,
-            ) -> tuple[torch.Tensor, torch.Tensor]:
-                e, xx = self._evaluate(prop, idx, _gen, counter)
-                return e * _beta, xx
+    def _leave_warmup_if_due(
+        self, it: int, state: ChainState, schedule: RunSchedule, counter: list[int]
+    ) -> None:
+        """At the end of a low-fidelity warm-up, re-evaluate the state under the main generator."""
+        if it != schedule.n_warm or schedule.low_fidelity_iters == 0:
+            return
+        all_idx = torch.arange(schedule.n_chains, device=self.device)
+        state.ell, state.x = self._evaluate(state.w, all_idx, self.generator, counter)
+        if bool(torch.isinf(state.ell).all()):
+            raise ValueError("every chain has log-likelihood -inf after warm-up")
 
-            w, ell_t, x_new, n_calls, n_unf = _ess_kernel(
-                w, ell * beta, x, fn, generator, self.max_shrink, None
+    def _iterate(
+        self,
+        it: int,
+        state: ChainState,
+        schedule: RunSchedule,
+        rng: torch.Generator,
+        counter: list[int],
+    ) -> None:
+        """One ESS transition of every chain at iteration ``it`` (tempered during warm-up)."""
+        gen, beta = schedule.generator_at(it), schedule.beta_at(it)
+
+        def fn(prop: torch.Tensor, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            e, xx = self._evaluate(prop, idx, gen, counter)
+            return e * beta, xx
+
+        w, ell_t, x_new, n_calls, n_unf = _ess_kernel(
+            state.w, state.ell * beta, state.x, fn, rng, self.max_shrink, None
+        )
+        state.w = w
+        state.x = x_new if x_new is not None else state.x
+        state.ell = ell_t / beta
+        state.calls_per_iter.append(n_calls)
+        if n_unf:
+            state.n_max_shrink += n_unf
+            warnings.warn(
+                f"{n_unf} chain(s) reached max_shrink={self.max_shrink} at iteration {it}; "
+                "their state is kept",
+                RuntimeWarning,
+                stacklevel=4,
             )
-            x = x_new if x_new is not None else x
-            ell = ell_t / beta
-            calls_per_iter.append(n_calls)
-            if n_unf:
-                n_max_shrink += n_unf
-                warnings.warn(
-                    f"{n_unf} chain(s) reached max_shrink={self.max_shrink} at iteration {it}; "
-                    "their state is kept",
-                    RuntimeWarning,
-                    stacklevel=2,
-                )
-            j = it - n_warm
-            if j >= burn_in and (j - burn_in) % thin == 0:
-                kept_z.append(self.to_source(w).clone())
-                kept_ell.append(ell.clone())
-                if return_x:
-                    kept_x.append(x.clone())
-            if callback is not None:
-                callback(it, self.to_source(w), ell)
-        logger.info(
-            "ESS-Flow: %d chains x %d iterations, %d generator calls", n_chains, total, counter[0]
+
+    def _result(
+        self,
+        state: ChainState,
+        schedule: RunSchedule,
+        counter: list[int],
+        return_x: bool,
+        max_rhat: float,
+        min_ess_per_chain: float,
+    ) -> ESSFlowResult:
+        """Stack the kept draws, attach the mixing diagnostics and warn if they are off."""
+        z = torch.stack(state.kept_z)
+        report = mixing_report(z)
+        message = check_mixing(
+            report,
+            schedule.n_chains,
+            schedule.n_iter - schedule.burn_in,
+            max_rhat=max_rhat,
+            min_ess_per_chain=min_ess_per_chain,
+            stacklevel=4,
         )
         return ESSFlowResult(
-            z=torch.stack(kept_z),
-            x=torch.stack(kept_x) if return_x else None,
-            log_lik=torch.stack(kept_ell),
+            z=z,
+            x=torch.stack(state.kept_x) if return_x else None,
+            log_lik=torch.stack(state.kept_ell),
             n_generator_calls=counter[0],
             n_evaluations=counter[1],
-            calls_per_iter=torch.tensor(calls_per_iter),
-            n_max_shrink=n_max_shrink,
-            warmup_iters=n_warm,
+            calls_per_iter=torch.tensor(state.calls_per_iter),
+            n_max_shrink=state.n_max_shrink,
+            warmup_iters=schedule.n_warm,
+            rhat=report["rhat"],
+            ess_bulk=report["ess_bulk"],
+            ess_tail=report["ess_tail"],
+            mixing_warning=message,
         )

@@ -38,3 +38,43 @@ def dist_data_crash(rank):
     if rank == 1:
         raise RuntimeError("rank 1 crashed on purpose")
     return dist_data(rank)
+
+
+def dist_data_empty_on_rank1(rank):
+    X, y = dist_data(rank)
+    return (X[:0], y[:0]) if rank == 1 else (X, y)
+
+
+class DropOut:
+    """Trainer that kills its own process (no error raised) on rank ``rank`` in ``round``."""
+
+    def __init__(self, rank=2, round=1, hang=False):
+        self.rank, self.round, self.hang, self.calls = rank, round, hang, 0
+
+    def __call__(self, model, x_t, data, gen):
+        import os
+        import time
+
+        import torch.distributed as dist
+
+        from eris_fl import LocalTrainer
+
+        if dist.get_rank() == self.rank and self.calls == self.round:
+            if self.hang:
+                time.sleep(60)
+            os._exit(7)
+        self.calls += 1
+        return LocalTrainer(batch_size=4).update(model, x_t, data, gen)
+
+
+def dist_loader(rank):
+    import torch.utils.data as tud
+
+    X, y = dist_data(rank)
+    return tud.DataLoader(tud.TensorDataset(X, y), batch_size=3)
+
+
+def mean_loss(model):
+    X = torch.cat([dist_data(r)[0] for r in range(3)])
+    y = torch.cat([dist_data(r)[1] for r in range(3)])
+    return {"loss": float(torch.nn.functional.cross_entropy(model(X), y))}

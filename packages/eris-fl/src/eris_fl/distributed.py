@@ -45,7 +45,7 @@ from eris_fl._checks import EvalFn
 from eris_fl.client import LocalTrainer, UpdateFn
 from eris_fl.compress import Compressor, RandK, StochasticQuant
 from eris_fl.config import ERISConfig
-from eris_fl.faults import RankFailureError, RankOutcome, describe_failure
+from eris_fl.faults import RankFailureError, RankOutcome, describe_failure, describe_timeout
 from eris_fl.gloo import COMM_MODES, DatasetFn, ModelFn, run_worker
 from eris_fl.simulation import History
 
@@ -74,8 +74,8 @@ def _check_port(port: int, host: str = "127.0.0.1") -> int:
     return port
 
 
-def _write_round(out_dir: str, rank: int, round: int) -> None:
-    (Path(out_dir) / f"rank{rank}.round").write_text(str(round))
+def _write_stage(out_dir: str, rank: int, round: int, stage: str) -> None:
+    (Path(out_dir) / f"rank{rank}.stage").write_text(f"{round} {stage}")
 
 
 def _entry(
@@ -99,7 +99,7 @@ def _entry(
         history = run_worker(
             rank, world_size, model_fn, dataset_fn, config, rounds, trainer, comm,
             init_method=f"tcp://127.0.0.1:{port}", timeout_s=timeout_s, eval_fn=eval_fn,
-            on_round=lambda r, t: _write_round(out_dir, r, t),
+            on_round=lambda r, t, stage: _write_stage(out_dir, r, t, stage),
         )  # fmt: skip
     except BaseException as exc:
         # Written before the process dies, with the time, so that the parent can tell the
@@ -124,16 +124,17 @@ def _prewarm() -> None:
 
 
 def _outcome(out_dir: Path, rank: int, exitcode: int | None) -> RankOutcome:
-    err_file, round_file = out_dir / f"rank{rank}.err", out_dir / f"rank{rank}.round"
+    err_file, stage_file = out_dir / f"rank{rank}.err", out_dir / f"rank{rank}.stage"
     err = json.loads(err_file.read_text()) if err_file.is_file() else None
-    last = int(round_file.read_text()) if round_file.is_file() else -1
+    round, stage = stage_file.read_text().split() if stage_file.is_file() else ("-1", "done")
     return RankOutcome(
         rank=rank,
         exitcode=exitcode,
         error=None if err is None else err["error"],
         error_time=None if err is None else err["time"],
         finished=(out_dir / f"rank{rank}.pt").is_file(),
-        last_round=last,
+        round=int(round),
+        stage=stage,
     )
 
 
@@ -239,10 +240,10 @@ def _wait(
                 time.sleep(0.05)
             break
         if time.monotonic() > deadline:
-            running = [r for r, p in enumerate(procs) if p.exitcode is None]
+            outcomes = [_outcome(out_dir, r, p.exitcode) for r, p in enumerate(procs)]
             raise TimeoutError(
-                f"distributed run did not finish within timeout_s={timeout_s} "
-                f"(ranks still running: {running})"
+                f"distributed run did not finish within timeout_s={timeout_s}: "
+                + describe_timeout(outcomes)
             )
         time.sleep(0.05)
     outcomes = [_outcome(out_dir, r, p.exitcode) for r, p in enumerate(procs)]

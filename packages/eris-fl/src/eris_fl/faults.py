@@ -11,26 +11,34 @@ import signal
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-#: Substrings of the errors a rank raises when a peer has gone away (consequences, not causes).
+#: Substrings of the errors a rank raises when a peer has gone away or stopped answering
+#: (consequences, not causes).
 PEER_ERRORS = (
     "connection closed by peer",
     "connection reset by peer",
     "broken pipe",
     "connection refused",
     "econnreset",
+    "timed out",
+    "timeout",
 )
 
 
 @dataclass(frozen=True)
 class RankOutcome:
-    """How one rank ended: its exit code, its own error (if it raised one), its last round."""
+    """How one rank ended: its exit code, its own error (if it raised one), where it was.
+
+    ``round`` and ``stage`` are the last it reported: ``"train"`` (local work of that round),
+    ``"exchange"`` (its shards sent, waiting for the others) or ``"done"`` (round applied).
+    """
 
     rank: int
     exitcode: int | None
     error: str | None
     error_time: float | None
     finished: bool
-    last_round: int
+    round: int
+    stage: str = "done"
 
     @property
     def lost_peer(self) -> bool:
@@ -75,9 +83,12 @@ def describe_failure(outcomes: Sequence[RankOutcome], width: int = 160) -> str:
     lost = sorted((o for o in outcomes if o.lost_peer), key=lambda o: o.error_time or 0.0)
     stopped = [o for o in outcomes if o.exitcode is None]
     parts = [f"rank {o.rank} failed: {o.error}" for o in raised]
+    if stopped and not raised and not dropped:  # the others waited for it: it hung
+        parts.append(f"{_ranks(stopped)} stopped answering (still running when stopped)")
+        stopped = []
     parts += [
-        f"rank {o.rank} dropped out in round {o.last_round + 1} ({_exit_text(o.exitcode or 0)}, "
-        "no error raised)"
+        f"rank {o.rank} dropped out in round {o.round + (o.stage == 'done')} "
+        f"({_exit_text(o.exitcode or 0)}, no error raised)"
         for o in dropped
     ]
     if lost:
@@ -88,3 +99,18 @@ def describe_failure(outcomes: Sequence[RankOutcome], width: int = 160) -> str:
     if stopped:
         parts.append(f"{_ranks(stopped)} were still running and were stopped")
     return "; ".join(parts) or "a rank ended without a result and without an error"
+
+
+def describe_timeout(outcomes: Sequence[RankOutcome]) -> str:
+    """Who held the run up: ranks still in their local work while others wait for them."""
+    running = [o for o in outcomes if o.exitcode is None]
+    behind = [o for o in running if o.stage == "train"]
+    waiting = [o for o in running if o.stage != "train"]
+    if behind and waiting:
+        return (
+            f"{_ranks(behind)} still in local training (round {behind[0].round}) while "
+            f"{_ranks(waiting)} waited for their shards"
+        )
+    if running:
+        return f"{_ranks(running)} still running (round {running[0].round}, {running[0].stage})"
+    return describe_failure(outcomes)

@@ -40,8 +40,9 @@ logger = logging.getLogger(__name__)
 COMM_MODES = ("p2p", "collective")
 ModelFn = Callable[[], nn.Module]
 DatasetFn = Callable[[int], Any]
-#: Called by a rank after each finished round with ``(rank, round)``.
-RoundHook = Callable[[int, int], None]
+#: Called by a rank with ``(rank, round, stage)``: stage ``"train"`` when its local work
+#: starts, ``"exchange"`` when its shards go out, ``"done"`` when the round is applied.
+RoundHook = Callable[[int, int, str], None]
 
 
 def exchange_shard(
@@ -117,7 +118,7 @@ def run_worker(
         init_method: ``torch.distributed`` init method (``tcp://host:port`` or ``env://``).
         timeout_s: Timeout of every collective (a dead peer fails the run after this).
         eval_fn: ``f(model) -> dict | float``, run on rank 0 after each round (logged there).
-        on_round: Called with ``(rank, round)`` after each finished round.
+        on_round: Called with ``(rank, round, stage)`` as the rank moves through a round.
 
     Returns:
         The history: per-round metrics (``eval_fn``'s on rank 0) and the final flat state
@@ -149,7 +150,7 @@ def run_worker(
         history = History()
         for t in range(rounds):
             try:
-                run.round(update_fn, t)
+                run.round(update_fn, t, on_round)
             except Exception as exc:
                 exc.add_note(f"(rank {rank}, round {t})")
                 raise
@@ -158,7 +159,7 @@ def run_worker(
             if rank == 0:
                 logger.info("ERIS round %d (gloo, %d ranks): %s", t, world_size, row)
             if on_round is not None:
-                on_round(rank, t)
+                on_round(rank, t, "done")
         history.params = run.x
         return history
     finally:
@@ -200,14 +201,18 @@ class _RankRun:
             self.shift = ShiftState(self.d, alpha, dtype=x.dtype)
             self.public = ShiftState(self.d, alpha, dtype=x.dtype)
 
-    def round(self, update_fn: UpdateFn, t: int) -> None:
+    def round(self, update_fn: UpdateFn, t: int, hook: RoundHook | None = None) -> None:
         """Round ``t``: message, shard exchange, broadcast of the segments, update."""
         cfg, rank, x = self.config, self.rank, self.x
         plan = plan_round(cfg, self.sizes, t, self.d, self.partitioner)
         c = None
         if rank in plan.clients:
+            if hook is not None:
+                hook(rank, t, "train")
             u = local_update(update_fn, self.model, x, self.data, cfg.seed, plan, rank).cpu()
             c = client_message(u, cfg.compressor, self.shift, cfg.seed, plan, rank)
+        if hook is not None:
+            hook(rank, t, "exchange")
         v = torch.zeros_like(x)
         for a, idx in enumerate(plan.shards):
             s_seg = None if self.public is None else self.public.shift[idx]

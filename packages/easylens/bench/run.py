@@ -47,6 +47,8 @@ def subtle_lesions(args: argparse.Namespace) -> Outcome:
         "scale_vs_spec_training": f"{world.scale:g} (spec: {tasks.SPEC_STEPS} steps at batch 64)",
         "bank": f"{world.n_bank_normal} normal (half calibration) + {world.n_bank_lesion} obvious",
         "test": f"{world.n_test} subtle + {world.n_test} normal, {world.n_test} obvious",
+        "subtle_contrast": "0.10-0.16, recalibrated below the spec's 0.16-0.24 (rule in "
+        "synthetic/scans.py); Vanilla on the spec's contrast is auroc_subtle_spec",
         "layer": "1 (auto = round(L/3)); layer 2 in the sweep row",
         "tag": "position reference, window 1, tau 3, k_max 3",
         "prompts": f"{len(tasks.POSITIVE)} positive, {len(tasks.NEGATIVE)} negative",

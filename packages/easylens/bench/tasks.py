@@ -72,6 +72,7 @@ def sample(world: World, seed: int) -> dict:
         "normal": test_gen.sample(world.n_test, "normal"),
         "subtle": test_gen.sample(world.n_test, "subtle"),
         "obvious": test_gen.sample(world.n_test, "obvious"),
+        "subtle_spec": test_gen.sample(world.n_test, "subtle_spec"),  # the spec's contrast
     }
 
 
@@ -123,6 +124,9 @@ def evaluate_seed(
         if name != "oracle_tag":
             g = enc.encode_image(normal.images)
             out[name]["cos_normal"] = float(nnf.cosine_similarity(g, g_plain, dim=-1).mean())
+    vanilla = ZeroShotDetector(methods["vanilla"], POSITIVE, NEGATIVE).decision_function
+    spec_scores = np.r_[vanilla(normal.images), vanilla(data["subtle_spec"].images)]
+    out["vanilla"]["auroc_subtle_spec"] = auroc(y, spec_scores)
     pms = bl.PatchMaxScore(adapter, POSITIVE, NEGATIVE)
     out["patch_max_score"] = _metrics(
         lambda b: pms.decision_function(b.images), normal, subtle, obvious, y
@@ -169,6 +173,7 @@ def _tag_stats(lens: EasyLens, normal: ScanBatch, subtle: ScanBatch) -> dict[str
 HIGHER_IS_BETTER = {
     "auroc_subtle": True,
     "auroc_obvious": True,
+    "auroc_subtle_spec": True,
     "auprc_subtle": True,
     "auprc_obvious": True,
     "ms_per_image": False,

@@ -16,10 +16,16 @@ from scipy import ndimage
 
 MORPHOLOGIES = ("round", "irregular", "streak", "ring")
 SIDES = ("left", "right")
-# radius (px at 64) and contrast ranges per regime; "faint" is the extra, harder split
+# radius (px at 64) and contrast ranges per regime. "subtle" is recalibrated below the spec's
+# contrast 0.16-0.24 (kept as "subtle_spec"): a TinyCLIP trained for the spec's 4,000 steps
+# detects those at AUROC 0.91-0.93, above the calibration band's 0.90. The rule, fixed before
+# probing: the highest-contrast range whose Vanilla AUROC on that model is <= 0.80 (probe on
+# seed 0: 0.13-0.20 -> 0.872, 0.12-0.18 -> 0.838, 0.10-0.16 -> 0.778). "faint" is the extra,
+# harder split.
 REGIMES = {
     "obvious": ((3.0, 6.0), (0.18, 0.35)),
-    "subtle": ((1.6, 2.4), (0.16, 0.24)),
+    "subtle": ((1.6, 2.4), (0.10, 0.16)),
+    "subtle_spec": ((1.6, 2.4), (0.16, 0.24)),
     "faint": ((1.6, 2.4), (0.07, 0.12)),
 }
 LUNG_CENTRE = (0.40, -0.05)  # (|x|, y) in body units

@@ -198,7 +198,7 @@ def train_tiny_clip(
         "batch_size": batch_size,
         "lr": lr,
         "mix": list(mix),
-        "version": 1,
+        "version": 2,  # 2: "subtle" scans recalibrated (scans.REGIMES)
     }
     key = hashlib.sha1(json.dumps(cfg, sort_keys=True).encode()).hexdigest()[:16]
     model, tok = TinyCLIP(seed=seed), TinyTokenizer()

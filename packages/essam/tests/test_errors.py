@@ -84,3 +84,25 @@ def test_nan_in_update_population_restores_theta_after_sam_move():
     with pytest.raises(ValueError, match="population member 0"):
         opt.step(closure)
     torch.testing.assert_close(params[0].detach(), torch.zeros(3), rtol=0, atol=1e-6)
+
+
+def test_trainer_without_tokenizer_is_a_clear_error():
+    pytest.importorskip("transformers")
+    from essam import ESSAMTrainer
+    from essam.baselines import MinimalGRPO
+    from essam.rollout import generate
+
+    model = torch.nn.Linear(2, 2)
+    rows = [{"prompt": "1+1=", "answer": 2}]
+    with pytest.raises(ValueError, match="needs processing_class"):
+        ESSAMTrainer(model, lambda **kw: [0.0], rows)
+    with pytest.raises(TypeError, match="tokenizer=None"):
+        generate(model, None, ["1+1="])
+    with pytest.raises(TypeError, match="tokenizer=None"):
+        MinimalGRPO(model, None, lambda **kw: [0.0])
+
+    class OwnBackend(ESSAMTrainer):  # a custom generate needs no tokenizer
+        def generate(self, prompts):
+            return ["2"] * len(prompts)
+
+    assert OwnBackend(model, lambda **kw: [1.0], rows).evaluate(rows)["accuracy"] == 1.0

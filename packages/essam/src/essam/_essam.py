@@ -23,6 +23,16 @@ _VARIANTS = ("standard", "accelerated", "es")
 _SHAPINGS = ("zscore", "centered_ranks", "none")
 _NOISES = ("gaussian", "rademacher")
 _STATE_KEY = "essam"
+# group keys read from ``defaults``: a state dict saved under other values cannot resume this run
+_RUN_KEYS = (
+    "population_size",
+    "shaping",
+    "variant",
+    "sam_refresh",
+    "antithetic",
+    "noise",
+    "maximize",
+)
 # phases of derive_seed(seed, phase, step): 0 = ascent population at theta, 1 = update population
 _ASCENT, _UPDATE = 0, 1
 
@@ -135,9 +145,14 @@ class ESSAM(torch.optim.Optimizer):
         antithetic: Use N/2 mirrored pairs (+eps, -eps).
         weight_decay: lambda of step 6 (>= 0).
         noise: ``"gaussian"`` or ``"rademacher"``.
-        seed: Non-negative int; all population seeds derive from it and the step count.
+        seed: Non-negative int; all population seeds derive from it and the step count. It is
+            part of ``state_dict()``: ``load_state_dict`` continues the saved run's seed.
         maximize: ``True`` (default): the closure returns a reward to maximise. ``False``: it
             returns a loss to minimise (the reward is its negative).
+        population: Where population members are evaluated: ``None`` (this process) or an
+            :class:`essam.distributed.DistributedPopulation`, which splits the closure calls
+            over the ranks of a ``torch.distributed`` group and exchanges only seeds and scalar
+            rewards; the weights and the update stay bitwise those of one process.
 
     References:
         ESSAM: "Evolution Strategies with Sharpness-Aware Maximization for LLM fine-tuning"
@@ -171,6 +186,7 @@ class ESSAM(torch.optim.Optimizer):
         noise: str = "gaussian",
         seed: int = 0,
         maximize: bool = True,
+        population: Any = None,
     ) -> None:
         _check_positive("sigma", sigma)
         _check_positive("lr", lr)
@@ -221,6 +237,7 @@ class ESSAM(torch.optim.Optimizer):
                     )
         if not self._entries():
             raise ValueError("ESSAM selected no parameter (all have requires_grad=False)")
+        self.population = population
 
     # ------------------------------------------------------------------ helpers
     def _entries(self) -> list[tuple[int, torch.Tensor, dict[str, Any]]]:
@@ -237,8 +254,37 @@ class ESSAM(torch.optim.Optimizer):
     @property
     def _essam_state(self) -> dict[str, Any]:
         if _STATE_KEY not in self.state:
-            self.state[_STATE_KEY] = {"step": 0, "prev_seeds": [], "prev_coeffs": []}
+            self.state[_STATE_KEY] = {
+                "step": 0,
+                "seed": self.defaults["seed"],
+                "prev_seeds": [],
+                "prev_coeffs": [],
+            }
         return self.state[_STATE_KEY]
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Load a saved state; the run continues with the saved seed and step, bit for bit.
+
+        Raises:
+            ValueError: If the saved state has no seed (saved by essam 0.1.0) or was saved
+                under another population size, shaping, variant, ``sam_refresh``,
+                ``antithetic``, noise or ``maximize``: such a resume would silently follow
+                another run.
+        """
+        saved = state_dict.get("state", {}).get(_STATE_KEY)
+        if saved is not None and "seed" not in saved:
+            raise ValueError(
+                "the saved ESSAM state holds no seed (saved by essam 0.1.0): its run cannot "
+                "be resumed bit for bit"
+            )
+        for group in state_dict.get("param_groups", []):
+            for key in _RUN_KEYS:
+                if key in group and group[key] != self.defaults[key]:
+                    raise ValueError(
+                        f"the saved state was taken with {key}={group[key]!r}, this optimizer "
+                        f"has {key}={self.defaults[key]!r}"
+                    )
+        super().load_state_dict(state_dict)
 
     def _noise(self, p: torch.Tensor, seed: int, index: int) -> torch.Tensor:
         gen = zo.tensor_generator(seed, index, p.device)
@@ -290,10 +336,9 @@ class ESSAM(torch.optim.Optimizer):
             del acc
         return total
 
-    def _members(self, phase: int, step: int) -> tuple[list[int], list[float]]:
+    def _members(self, phase: int, step: int, seed: int) -> tuple[list[int], list[float]]:
         """Seeds and signs of one population (antithetic: N/2 seeds, each with +1 and -1)."""
         n = self.defaults["population_size"]
-        seed = self.defaults["seed"]
         if self.defaults["antithetic"]:
             base = [zo.derive_seed(seed, phase, step, i) for i in range(n // 2)]
             return [s for s in base for _ in (0, 1)], [1.0, -1.0] * (n // 2)
@@ -302,17 +347,23 @@ class ESSAM(torch.optim.Optimizer):
     def _evaluate(
         self, closure: Callable[[], Any], entries: list, seeds: list[int], signs: list[float]
     ) -> list[float]:
-        rewards = []
-        for i, (s, sign) in enumerate(zip(seeds, signs, strict=True)):
-            self._perturb(entries, s, sign)
+        def reward(i: int) -> float:
+            with torch.no_grad():
+                value = closure()
+            r = zo.as_scalar(value, f"closure (population member {i})")
+            return r if self.defaults["maximize"] else -r
+
+        def member(i: int, call: bool) -> float | None:
+            """Perturb by member i, call the closure if asked, restore (also on errors)."""
+            self._perturb(entries, seeds[i], signs[i])
             try:
-                with torch.no_grad():
-                    value = closure()
-                r = zo.as_scalar(value, f"closure (population member {i})")
+                return reward(i) if call else None
             finally:
-                self._perturb(entries, s, -sign)
-            rewards.append(r if self.defaults["maximize"] else -r)
-        return rewards
+                self._perturb(entries, seeds[i], -signs[i])
+
+        if self.population is None:
+            return [member(i, True) for i in range(len(seeds))]  # type: ignore[misc]
+        return self.population.evaluate(member, len(seeds))
 
     def _rho(self, entries: list) -> dict[int, float]:
         d = sum(p.numel() for _, p, _ in entries)
@@ -337,8 +388,10 @@ class ESSAM(torch.optim.Optimizer):
         if closure is None or not callable(closure):
             raise TypeError("ESSAM.step needs a closure returning the reward (forward only)")
         st = self._essam_state
-        t = st["step"]
+        t, seed = st["step"], st["seed"]
         d = self.defaults
+        if self.population is not None:
+            self.population.check_agreement(seed, t)
         entries = self._entries()
         n = d["population_size"]
         rhos = self._rho(entries)
@@ -352,7 +405,7 @@ class ESSAM(torch.optim.Optimizer):
             if d["variant"] == "accelerated" and d["sam_refresh"] > 0 and t % d["sam_refresh"] == 0:
                 fresh = True
             if fresh:  # steps 1-2 at theta
-                seeds, signs = self._members(_ASCENT, t)
+                seeds, signs = self._members(_ASCENT, t, seed)
                 rewards = self._evaluate(closure, entries, seeds, signs)
                 info.ascent_rewards = rewards
                 info.rollouts += n
@@ -369,7 +422,7 @@ class ESSAM(torch.optim.Optimizer):
         if use_sam:  # step 3: theta_adv = theta - (rho/n) sum c_i eps_i
             self._apply(entries, asc_seeds, asc_coeffs, rhos, -1.0 / info.ascent_norm)
         try:  # step 4
-            seeds, signs = self._members(_UPDATE, t)
+            seeds, signs = self._members(_UPDATE, t, seed)
             rewards = self._evaluate(closure, entries, seeds, signs)
         finally:
             if use_sam:  # step 5: undo by replaying the same seeds/coefficients
@@ -387,6 +440,7 @@ class ESSAM(torch.optim.Optimizer):
         # a new dict each step: a state_dict() taken earlier is not mutated afterwards
         self.state[_STATE_KEY] = {
             "step": t + 1,
+            "seed": seed,
             "prev_seeds": [int(s) for s in seeds],
             "prev_coeffs": coeffs,
         }

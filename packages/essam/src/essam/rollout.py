@@ -40,7 +40,10 @@ def generate(
 
     Raises:
         ValueError: If ``prompts`` is empty, ``max_new_tokens`` < 1 or ``temperature`` < 0.
+        TypeError: If ``tokenizer`` is ``None``.
     """
+    if tokenizer is None:
+        raise TypeError("generate needs the model's tokenizer, got tokenizer=None")
     if len(prompts) == 0:
         raise ValueError("prompts must not be empty")
     if max_new_tokens < 1:

@@ -45,6 +45,9 @@ class ESSAMConfig:
         success_threshold: A completion counts as correct in ``evaluate`` when its summed
             reward is >= this value.
         progress: Show a progress bar in ``train``.
+        distributed: Split each population's closure calls over the ranks of the initialised
+            ``torch.distributed`` world group (see :mod:`essam.distributed`); every rank
+            needs the same model, data and config.
     """
 
     learning_rate: float = 5e-4
@@ -66,6 +69,7 @@ class ESSAMConfig:
     reward_weights: Sequence[float] | None = None
     success_threshold: float = 1.0
     progress: bool = False
+    distributed: bool = False
 
     @property
     def num_iterations(self) -> int:
@@ -92,7 +96,8 @@ class ESSAMTrainer:
 
     Raises:
         TypeError: If a reward function is not callable.
-        ValueError: If a dataset row has no ``"prompt"`` or a dataset is empty.
+        ValueError: If a dataset row has no ``"prompt"``, a dataset is empty, or no
+            ``processing_class`` (tokenizer) is given while :meth:`generate` is not overridden.
 
     Example:
         >>> trainer = ESSAMTrainer(model, correctness_reward, train, ESSAMConfig(), tokenizer)
@@ -125,8 +130,19 @@ class ESSAMTrainer:
         self.eval_dataset = (
             None if eval_dataset is None else self._check_dataset(eval_dataset, "eval_dataset")
         )
+        if processing_class is None and type(self).generate is ESSAMTrainer.generate:
+            raise ValueError(
+                "ESSAMTrainer needs processing_class (the model's tokenizer) to generate "
+                "completions: pass processing_class=tokenizer, or override "
+                "ESSAMTrainer.generate for another backend"
+            )
         self.processing_class = processing_class
         a = self.args
+        population = None
+        if a.distributed:
+            from essam.distributed import DistributedPopulation
+
+            population = DistributedPopulation()
         self.optimizer = ESSAM(
             [p for p in model.parameters() if p.requires_grad],
             sigma=a.sigma,
@@ -139,6 +155,7 @@ class ESSAMTrainer:
             antithetic=a.antithetic,
             weight_decay=a.weight_decay,
             seed=a.seed,
+            population=population,
         )
         self.rollouts = 0
 

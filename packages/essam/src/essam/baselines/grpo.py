@@ -48,6 +48,7 @@ class MinimalGRPO:
 
     Raises:
         ValueError: On ``num_generations`` < 2, ``temperature`` <= 0 or negative ``beta``.
+        TypeError: If ``tokenizer`` is ``None``.
 
     Example:
         >>> grpo = MinimalGRPO(model, tok, correctness_reward, num_generations=8)  # doctest: +SKIP
@@ -69,6 +70,8 @@ class MinimalGRPO:
         temperature: float = 1.0,
         seed: int = 0,
     ) -> None:
+        if tokenizer is None:
+            raise TypeError("MinimalGRPO needs the model's tokenizer, got tokenizer=None")
         if num_generations < 2:
             raise ValueError(f"num_generations must be >= 2, got {num_generations}")
         if temperature <= 0:

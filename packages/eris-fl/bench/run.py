@@ -3,8 +3,9 @@
     make bench PKG=eris-fl                    # full run (3 seeds), from the repository root
     python bench/run.py --quick --seeds 0     # smoke run, from packages/eris-fl
 
-Writes ``digits_utility``, ``leakage_mia`` and ``leakage_dlg`` records (JSON + PNG) into the
-package's ``bench/results`` (or ``--out``). One seed of each benchmark is in ``tasks.py``.
+Writes ``digits_utility``, ``leakage_mia``, ``leakage_dlg`` and ``round_time`` records (JSON +
+PNG) into the package's ``bench/results`` (or ``--out``). One seed of each benchmark is in
+``tasks.py``, the timing in ``timing.py``.
 """
 
 from __future__ import annotations
@@ -12,10 +13,12 @@ from __future__ import annotations
 import argparse
 import itertools
 import math
+import statistics
 import sys
 from collections.abc import Sequence
 
 import tasks
+import timing
 
 from eris_fl import RandK
 from methodkit.bench import Outcome, ResultRow, check, run_suite
@@ -201,12 +204,60 @@ def leakage_dlg(args: argparse.Namespace) -> Outcome:
     return Outcome(config, results, claims, units={"dlg_psnr_db": "dB"})
 
 
+# ----------------------------------------------------------------------------- speed
+def round_time(args: argparse.Namespace) -> Outcome:
+    """Seconds per simulator round (no observer, and with a byte counter) vs a plain loop."""
+    K, A = 10, 4
+    rounds, blocks = (2, 2) if args.quick else (5, 10)
+    per: dict[str, list[float]] = {"plain": [], "eris": [], "eris_counted": []}
+    ratios, counted, diffs = [], [], []
+    for seed in args.seeds:
+        out = timing.round_times(seed, rounds, blocks, K, A)
+        for name in per:
+            per[name].append(out[name])
+        ratios += out["ratios"]
+        counted += out["counted_ratios"]
+        diffs += [out["max_diff"], out["counted_diff"]]
+        _log(f"[round_time] seed {seed} done")
+    names = {"plain": "plain FedAvg loop", "eris": "ERIS A=4", "eris_counted": "ERIS A=4 + bytes"}
+    results = [ResultRow.from_values(names[n], "s_per_round", v, False) for n, v in per.items()]
+    results.append(ResultRow.from_values("ERIS A=4", "ratio_vs_plain", ratios, False))
+    results.append(ResultRow.from_values("ERIS A=4 + bytes", "ratio_vs_plain", counted, False))
+    ratio = statistics.median_high(ratios)
+    diff = max(diffs)
+    claims = [
+        check(
+            "simulator round (no observer) within 1.15x of a plain FedAvg loop (median of blocks)",
+            ratio <= 1.15,
+            f"median ratio {ratio:.3f} over {len(ratios)} blocks "
+            f"(min {min(ratios):.3f}, max {max(ratios):.3f})",
+            inputs=[ratio],
+        ),
+        check(
+            "ERIS without DSC gives the plain loop's parameters bit for bit",
+            diff == 0.0,
+            f"max |x_ERIS - x_plain| = {diff:.3g}",
+            inputs=[diff],
+        ),
+    ]
+    config = {
+        "model": "MLP 64-64-10 (ReLU, float32), digits, Dirichlet(0.5) over 10 clients",
+        "local": "SGD lr 0.1, batch 16, 1 epoch",
+        "num_aggregators": A,
+        "rounds_per_block": rounds,
+        "blocks": blocks,
+        "timing": "plain / ERIS / ERIS+ByteCounter interleaved block by block in one process",
+    }
+    return Outcome(config, results, claims, units={"s_per_round": "s", "ratio_vs_plain": "x"})
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the selected benchmarks (all three by default); see ``--help``."""
     benchmarks = {
         "digits_utility": digits_utility,
         "leakage_mia": leakage_mia,
         "leakage_dlg": leakage_dlg,
+        "round_time": round_time,
     }
     return run_suite(PACKAGE, benchmarks, argv, description=__doc__.splitlines()[0])
 

@@ -7,8 +7,14 @@ Two kinds of records:
   interventional game (MLPs, ``esensc.exact_shapley``) or interventional TreeSHAP (XGBoost).
   ESENSC (and its ES / ENSC / plain-midpoint variants) against shap's KernelExplainer and
   PermutationExplainer at multiples of ESENSC's budget of 2n + 2 coalition evaluations per row.
+  shapiq's KernelSHAP, permutation and SVARM approximators at ESENSC's budget beside them;
+  the reference's own time (brute force or TreeSHAP) as a row.
 * ``friedman1_scaling``: XGBoost on make_friedman1 with n in {64, 128, 256, 512} features:
   ESENSC wall time vs n (log-log slope) and accuracy against interventional TreeSHAP.
+* ``friedman1_overhead``: esensc's explain against the model's own predict on exactly the
+  (2n + 1)·B masked rows, side by side, at n = 64, 256, 1024.
+* ``wine_mlp_saturation``: the saturating wine MLP explained as a probability and as log-odds
+  (the same coalition table): accuracy, uniformity of the attributions, near-flat rows.
 
     python bench/run.py [--quick] [--seeds 0 1 2] [--threads 1] [--only diabetes_mlp ...]
 
@@ -22,13 +28,18 @@ import math
 from functools import partial
 
 import numpy as np
+from overhead import friedman_xgb, overhead_benchmark
+from peers import SHAPIQ_METHODS, shapiq_values
 from plots import plot_budget, plot_scaling
+from saturation import saturation_benchmark
 from tasks import (
     Config,
-    load,
+    logit,
     metrics,
+    order3_dividend_share,
+    problem,
+    raw_table,
     timed,
-    train,
     tree_truth,
     warm_up_shap,
 )
@@ -60,10 +71,9 @@ def _rows(vals: dict[tuple[str, str], list[float]], hib: dict[str, bool]) -> lis
 
 
 def accuracy(cfg: Config, args: argparse.Namespace) -> Outcome:
-    B, R = (12, 6) if args.quick else (50, 40)
-    multiples_k = [1, 2] if args.quick else [1, 2, 4, 8, 16]
+    multiples_k = [1, 2] if args.quick else [1, 2, 4, 8]
     # shap's PermutationExplainer JIT-compiles with numba on first use (~10-30 s): full run only
-    multiples_p = [] if args.quick else [1, 2, 4]
+    multiples_p = [] if args.quick else [1, 2]
     vals: dict[tuple[str, str], list[float]] = {}
     n = 0
 
@@ -76,16 +86,21 @@ def accuracy(cfg: Config, args: argparse.Namespace) -> Outcome:
     if not args.quick:
         warm_up_shap()
     for seed in args.seeds:
-        Xtr, ytr, X, task = load(cfg.dataset, seed, R)
+        p = problem(cfg, seed, args.quick)
+        f, link, bg, X = p.f, p.link, p.bg, p.X
         n = X.shape[1]
-        rs = np.random.default_rng(seed)
-        bg = Xtr[rs.choice(len(Xtr), B, replace=False)]
-        f, link, model = train(cfg, Xtr, ytr, task, seed, args.quick)
         if cfg.model == "mlp":
-            truth = esensc.exact_shapley(f, bg, X, link=link)
+            table, secs = raw_table(cfg, seed, args.quick)
+            game = table if link == "identity" else logit(table)
+            truth = esensc.shapley_from_values(game)
+            vals.setdefault(("exact (brute force)", "time_s"), []).append(secs)
+            vals.setdefault(("game", "order3_dividend_share"), []).append(
+                order3_dividend_share(game)
+            )
         else:
-            truth = tree_truth(model, bg, X)
-        fx = f(X) if link == "identity" else np.log(f(X)) - np.log1p(-f(X))
+            truth, secs = timed(tree_truth, p.model, bg, X)
+            vals.setdefault(("treeshap (exact)", "time_s"), []).append(secs)
+        fx = f(X) if link == "identity" else logit(f(X))
         budget = esensc_budget(n)  # "1x": 2n + 2 coalitions per row
         for rule in ("esensc", "es", "ensc", "esensc_plain"):
             phi, secs = timed(esensc.Explainer(f, bg, link=link, rule=rule).attribute, X)
@@ -93,19 +108,30 @@ def accuracy(cfg: Config, args: argparse.Namespace) -> Outcome:
         for m in multiples_k:
             phi, secs = timed(kernel_shap, f, bg, X, m * budget, link=link, seed=seed)
             add(f"kernel@{m}x", phi, truth, fx, secs)
-        for m in [] if args.quick else [1, 2]:
+        for m in [] if args.quick else [1]:
             phi, secs = timed(kernel_shap, f, bg, X, m * budget, link=link, seed=seed, l1_reg=False)
             add(f"kernel_noL1@{m}x", phi, truth, fx, secs)
         for m in multiples_p:
             phi, secs = timed(permutation_shap, f, bg, X, m * budget, link=link, seed=seed)
             add(f"permutation@{m}x", phi, truth, fx, secs)
+        for method in [] if args.quick else SHAPIQ_METHODS:  # importing shapiq takes ~10 s
+            phi, secs = timed(shapiq_values, method, f, bg, X, budget, link=link, seed=seed)
+            add(f"shapiq.{method}@1x", phi, truth, fx, secs)
+    return _accuracy_outcome(cfg, args, vals, n, multiples_k, multiples_p)
 
-    hib = {"deviation": False, "spearman": True, "top5_overlap": True, "time_s": False}
+
+def _accuracy_outcome(
+    cfg: Config, args: argparse.Namespace, vals: dict[tuple[str, str], list[float]], n: int,
+    multiples_k: list[int], multiples_p: list[int],
+) -> Outcome:  # fmt: skip
+    hib = {"deviation": False, "spearman": True, "top5_overlap": True, "time_s": False,
+           "order3_dividend_share": None}  # fmt: skip
     mean = {key: float(np.mean(v)) for key, v in vals.items()}
     d = {m: mean[(m, "deviation")] for (m, k) in mean if k == "deviation"}
     rho = mean[("esensc", "spearman")]
     d_e, d_k = d["esensc"], d["kernel@1x"]
     d_perm = d.get("permutation@1x", math.nan)  # not run in --quick: the claim is not measured
+    d_q = [d.get(f"shapiq.{m}@1x", math.nan) for m in SHAPIQ_METHODS]  # not run in --quick
     claims = [
         check(
             f"{cfg.name}: at equal budget (2n+2 coalitions/row) ESENSC deviation < KernelSHAP "
@@ -114,7 +140,14 @@ def accuracy(cfg: Config, args: argparse.Namespace) -> Outcome:
             f"dev esensc {d_e:.4g} / kernel@1x {d_k:.4g} / permutation@1x {_g(d_perm)}; "
             f"spearman {rho:.3f}",
             inputs=[d_e, d_k, d_perm, rho],
-        )
+        ),
+        check(
+            f"{cfg.name}: at equal budget ESENSC deviation < shapiq's " + ", ".join(SHAPIQ_METHODS),
+            all(d_e < x for x in d_q),
+            f"esensc {d_e:.4g}; "
+            + ", ".join(f"{m} {_g(x)}" for m, x in zip(SHAPIQ_METHODS, d_q, strict=True)),
+            inputs=[d_e, *d_q],
+        ),
     ]
     match = [m for m in multiples_k if d[f"kernel@{m}x"] <= d_e]
     need = f"{match[0]}x" if match else f"> {multiples_k[-1]}x"
@@ -129,6 +162,7 @@ def accuracy(cfg: Config, args: argparse.Namespace) -> Outcome:
                 f"matches ESENSC at budget {need}",
             )
         )
+    B, R = (12, 6) if args.quick else (50, 40)
     config = {
         "dataset": cfg.dataset,
         "model": cfg.model,
@@ -138,6 +172,7 @@ def accuracy(cfg: Config, args: argparse.Namespace) -> Outcome:
         "budget_per_row": f"2n+2 = {2 * n + 2} coalitions",
         "kernel_multiples": multiples_k,
         "permutation_multiples": multiples_p,
+        "shapiq_methods": [f"shapiq.{m} at 1x (first-order values)" for m in SHAPIQ_METHODS],
         "kernel_l1_reg": "shap default num_features(10); kernel_noL1 rows use l1_reg=False",
         "truth": "esensc.exact_shapley" if cfg.model == "mlp" else "TreeSHAP interventional",
         "kernel_budget_to_match_esensc": need,
@@ -148,19 +183,14 @@ def accuracy(cfg: Config, args: argparse.Namespace) -> Outcome:
 
 
 def scaling(args: argparse.Namespace) -> Outcome:
-    import xgboost as xgb
-    from sklearn.datasets import make_friedman1
-
     ns = [16, 32, 64] if args.quick else [64, 128, 256, 512]
     B, R = (8, 4) if args.quick else (50, 20)
     trees = 40 if args.quick else 200
     vals: dict[tuple[str, str], list[float]] = {}
     for seed in args.seeds:
         for n in ns:
-            X, y = make_friedman1(n_samples=600, n_features=n, noise=1.0, random_state=seed)
-            Xtr, Xte = X[:500], X[500 : 500 + R]
-            model = xgb.XGBRegressor(n_estimators=trees, max_depth=4, n_jobs=1, random_state=seed)
-            model.fit(Xtr, y[:500])
+            model, Xtr, Xte = friedman_xgb(n, seed, trees)
+            Xte = Xte[:R]
             bg = Xtr[np.random.default_rng(seed).choice(500, B, replace=False)]
             f = lambda Z, m=model: m.predict(Z, output_margin=True)  # noqa: E731
             truth = tree_truth(model, bg, Xte)
@@ -222,8 +252,11 @@ def scaling(args: argparse.Namespace) -> Outcome:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the accuracy, scaling, overhead and saturation benchmarks."""
     benchmarks = {cfg.name: partial(accuracy, cfg) for cfg in CONFIGS}
     benchmarks["friedman1_scaling"] = scaling
+    benchmarks["friedman1_overhead"] = overhead_benchmark
+    benchmarks["wine_mlp_saturation"] = saturation_benchmark
     return run_suite(
         PACKAGE,
         benchmarks,

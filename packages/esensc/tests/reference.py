@@ -45,8 +45,10 @@ class CountingModel:
         self.f = f
         self.rows = 0
         self.calls = 0
+        self.largest = 0
 
     def __call__(self, Z):
         self.rows += len(Z)
         self.calls += 1
+        self.largest = max(self.largest, len(Z))
         return self.f(Z)

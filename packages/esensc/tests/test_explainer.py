@@ -78,14 +78,15 @@ def test_model_row_count_is_2n_plus_1_times_b_times_rows_plus_b(data):
 
 
 def test_fast_input_builder_matches_the_masked_where(rng):
-    from esensc._game import leave_one_out_builder, leave_one_out_masks
+    from esensc._game import leave_one_out_builder, leave_one_out_masks, mask_builder
 
-    n, B = 7, 5
-    X, bg = rng.normal(size=(3, n)), rng.normal(size=(B, n))
-    idx = rng.permutation(3 * (2 * n + 1) * B)[:200]
-    r, c, j = idx // ((2 * n + 1) * B), (idx // B) % (2 * n + 1), idx % B
-    ref = np.where(leave_one_out_masks(n)[c], X[r], bg[j])
-    np.testing.assert_array_equal(leave_one_out_builder(X, bg)(r, c, j), ref)
+    n, B, rows = 7, 5, 3
+    X, bg = rng.normal(size=(rows, n)), rng.normal(size=(B, n))
+    fast, ref = leave_one_out_builder(X, bg), mask_builder(X, bg, leave_one_out_masks(n))
+    total = rows * (2 * n + 1)
+    # ranges that start and end inside the single / leave-one-out runs and cross rows
+    for q0, q1 in [(0, total), (0, 1), (3, 12), (6, 20), (14, 16), (13, 31), (40, total)]:
+        np.testing.assert_array_equal(fast(q0, q1), ref(q0, q1))
 
 
 def test_batch_size_bounds_calls_and_keeps_results(data):
@@ -94,7 +95,9 @@ def test_batch_size_bounds_calls_and_keeps_results(data):
     ref = esensc.Explainer(mlp_like, bg).attribute(X)
     got = esensc.Explainer(counted, bg, batch_size=7).attribute(X)
     np.testing.assert_allclose(got, ref, atol=1e-12)
-    assert counted.calls == 1 + int(np.ceil((2 * 6 + 1) * 12 * 5 / 7))
+    assert counted.largest == 7  # B = 12 > 7: each coalition's rows are split in two calls
+    assert counted.calls == 2 + 2 * (2 * 6 + 1) * 5  # v(∅): 7 + 5 rows
+    assert counted.rows == esensc.Explainer(mlp_like, bg).n_model_evals(len(X))
     np.testing.assert_allclose(esensc.Explainer(mlp_like, bg).attribute(X, batch_size=1000), ref)
 
 
@@ -174,9 +177,12 @@ def test_sklearn_estimators_are_unwrapped(rng):
     Xtr = rng.normal(size=(60, 4))
     y = (Xtr[:, 0] + Xtr[:, 1] > 0).astype(int)
     clf = sk.LogisticRegression().fit(Xtr, y)
+    # shap's default for a linear model: the margin (log-odds), exact for an additive game
     e = esensc.Explainer(clf, Xtr[:20])(Xtr[:3])
-    assert e.values.shape == (3, 4, 2)
-    np.testing.assert_allclose(e.values.sum(1), clf.predict_proba(Xtr[:3]) - e.base_values)
+    np.testing.assert_allclose(e.values, clf.coef_[0] * (Xtr[:3] - Xtr[:20].mean(0)), atol=1e-12)
+    proba = esensc.Explainer(clf, Xtr[:20], model_output="probability")(Xtr[:3])
+    assert proba.values.shape == (3, 4, 2)
+    np.testing.assert_allclose(proba.values.sum(1), clf.predict_proba(Xtr[:3]) - proba.base_values)
     reg = sk.LinearRegression().fit(Xtr, Xtr[:, 0])
     phi = esensc.Explainer(reg, Xtr[:20]).attribute(Xtr[:3])
     np.testing.assert_allclose(phi, reg.coef_ * (Xtr[:3] - Xtr[:20].mean(0)), atol=1e-12)

@@ -9,10 +9,10 @@ shap is installed.
 from importlib.metadata import version as _version
 from typing import Any
 
-from esensc import maskers
+from esensc import diagnostics, maskers, plots
 from esensc._esensc import ESENSCExplainer, Explainer
 from esensc._rules import RULES, esensc_values
-from esensc.exact import exact_shapley, shapley_from_values
+from esensc.exact import exact_shapley, game_values, shapley_from_values
 from esensc.explanation import explanation_class
 
 __version__ = _version("esensc")
@@ -31,8 +31,11 @@ __all__ = [
     "Explainer",
     "Explanation",
     "__version__",
+    "diagnostics",
     "esensc_values",
     "exact_shapley",
+    "game_values",
     "maskers",
+    "plots",
     "shapley_from_values",
 ]

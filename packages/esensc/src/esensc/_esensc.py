@@ -11,15 +11,15 @@ from numpy.typing import ArrayLike, NDArray
 
 from esensc._game import (
     apply_link,
-    as_model_fn,
     coalition_values,
     empty_value,
     leave_one_out_builder,
-    leave_one_out_masks,
     validate_link,
 )
+from esensc._models import model_function
 from esensc._rules import esensc_values, validate_null_tol, validate_rule
 from esensc._validation import is_dataframe, validate_batch_size
+from esensc.diagnostics import equal_split_share, warn_if_flat
 from esensc.explanation import explanation_class
 from esensc.maskers import as_masker
 
@@ -43,11 +43,17 @@ class ESENSCExplainer:
     The result is efficient (``Σ φ_i = v(N) - v(∅)``), deterministic, and equals the exact
     Shapley value when n <= 3 or when the game has no interaction of order >= 3.
 
+    By default the explained output is the one ``shap.Explainer(model, background)`` explains
+    (``model_output="auto"``): the margin of boosters (XGBoost, LightGBM, CatBoost, scikit-learn
+    gradient boosting) and of linear models, the class probabilities of scikit-learn forests,
+    ``predict_proba`` of other classifiers and pipelines, ``predict`` of other regressors, and
+    callables and torch modules as they are.
+
     Args:
         model: A callable mapping an (m, n) array (a DataFrame if the background was one) to
-            (m,) or (m, k) outputs; or a scikit-learn style estimator (``predict_proba`` for
-            classifiers, ``predict`` otherwise); or a torch ``nn.Module`` (run under
-            ``torch.no_grad()`` on its own device and dtype).
+            (m,) or (m, k) outputs; or an estimator (scikit-learn, XGBoost, LightGBM, CatBoost,
+            pipelines); or a torch ``nn.Module`` (run under ``torch.no_grad()`` on its own
+            device and dtype).
         masker: Background: an :class:`esensc.maskers.Independent`, a
             ``shap.maskers.Independent``, a 2-D array/DataFrame (subsampled to 100 rows) or a
             1-D baseline vector.
@@ -59,10 +65,18 @@ class ESENSCExplainer:
         null_tol: Relative tolerance for calling a feature null (>= 0).
         batch_size: Maximum model rows per model call (default: about 4M input elements).
         seed: Seed for subsampling a background with more than 100 rows (default 0).
+        model_output: ``"auto"`` (shap's default output for the model kind), ``"margin"``
+            (raw score / decision function / linear predictor), ``"probability"``
+            (``predict_proba``) or ``"predict"``; estimators only.
 
     Attributes:
         masker: The background masker.
+        model_output: The output explained: ``"margin"``, ``"probability"``, ``"predict"``,
+            ``"callable"`` or ``"torch"``.
         expected_value: ``v(∅)``, the base value, set by the first call (float or (k,)).
+        equal_split_share: Per explained row of the last call, the share of its attribution
+            that is the equal split of the surplus (see :mod:`esensc.diagnostics`); a
+            ``RuntimeWarning`` names a better link when most rows exceed 0.5.
 
     Raises:
         ValueError: For an unknown ``rule`` or ``link``, negative ``null_tol``, empty background.
@@ -90,13 +104,14 @@ class ESENSCExplainer:
         null_tol: float = 1e-10,
         batch_size: int | None = None,
         seed: int | None = None,
+        model_output: str = "auto",
     ) -> None:
         self.rule: str = validate_rule(rule)
         self.link: str = validate_link(link)
         self.null_tol: float = validate_null_tol(null_tol)
         self.batch_size: int | None = validate_batch_size(batch_size)
         self.model: Any = model
-        self._f = as_model_fn(model)
+        self._f, self.model_output = model_function(model, model_output)
         self.masker = as_masker(masker, seed)
         n = self.masker.n_features
         if feature_names is not None:
@@ -108,6 +123,7 @@ class ESENSCExplainer:
                 )
         self.feature_names: list[str] | None = feature_names or self.masker.feature_names
         self.expected_value: Any = None
+        self.equal_split_share: NDArray[np.float64] | None = None
         self._empty: tuple[NDArray[np.float64], bool] | None = None
 
     @property
@@ -146,20 +162,28 @@ class ESENSCExplainer:
         n = self.n_features
         cols = self.masker.feature_names
         if self._empty is None:
-            self._empty = empty_value(self._f, self.masker.data, self.masker.weights, cols)
+            self._empty = empty_value(
+                self._f, self.masker.data, self.masker.weights, cols, batch_size
+            )
         raw_empty, one_d = self._empty
 
-        def kind(c: int) -> str:
-            if c < n:
-                return f"single-feature coalition {{{c}}}"
-            if c < 2 * n:
-                return f"leave-one-out coalition N\\{{{c - n}}}"
-            return "grand coalition N"
+        C = 2 * n + 1
 
+        def describe(q: int) -> str:
+            r, c = divmod(q, C)
+            if c < n:
+                what = f"single-feature coalition {{{c}}}"
+            elif c < 2 * n:
+                what = f"leave-one-out coalition N\\{{{c - n}}}"
+            else:
+                what = "grand coalition N"
+            return f"{what} of explained row {r}"
+
+        bg = self.masker.data
         raw = coalition_values(
-            self._f, Xa, self.masker.data, self.masker.weights, leave_one_out_masks(n), kind, cols,
-            batch_size, leave_one_out_builder(Xa, self.masker.data),
-        )  # fmt: skip
+            self._f, leave_one_out_builder(Xa, bg), len(Xa) * C, bg, self.masker.weights,
+            describe, cols, batch_size,
+        ).reshape(len(Xa), C, -1)  # fmt: skip
         if raw.shape[2] != raw_empty.shape[0]:
             raise ValueError(
                 f"model returned {raw.shape[2]} outputs on masked rows but "
@@ -193,10 +217,12 @@ class ESENSCExplainer:
         Xa = self._prepare(X)
         n = self.n_features
         v0, v, one_d = self._raw_values(Xa, bs)
-        phi = esensc_values(
-            v0[None, :], v[..., 2 * n], v[..., :n], v[..., n : 2 * n], self.rule, self.null_tol
-        )  # (rows, k, n)
-        phi = np.moveaxis(phi, -1, 1)  # (rows, n, k)
+        vN, v_single, v_minus = v[..., 2 * n], v[..., :n], v[..., n : 2 * n]
+        phi = esensc_values(v0[None, :], vN, v_single, v_minus, self.rule, self.null_tol)
+        share = equal_split_share(v0[None, :], vN, v_single, v_minus)  # (rows, k)
+        self.equal_split_share = share[:, 0] if one_d else share
+        warn_if_flat(share, self.link, self.model_output)
+        phi = np.moveaxis(phi, -1, 1)  # (rows, k, n) -> (rows, n, k)
         base = np.broadcast_to(v0, (Xa.shape[0], v0.shape[0])).copy()
         self.expected_value = float(v0[0]) if one_d else v0.copy()
         if one_d:

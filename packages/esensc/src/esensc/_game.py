@@ -1,14 +1,15 @@
 """Coalition evaluation: build masked batches, call the model, average over the background.
 
-For explained rows ``X`` (rows, n), background ``b`` (B, n) with weights ``w`` and boolean
-coalition masks ``M`` (C, n), :func:`coalition_values` returns
-``v[r, c, k] = g(Σ_j w_j f(where(M[c], X[r], b[j]))[k])`` using ``rows * C * B`` model rows,
-fed to the model in chunks of at most ``batch_size`` rows.
+For explained rows ``X`` (rows, n), background ``b`` (B, n) with weights ``w`` and coalitions
+``c = 0..C-1``, :func:`coalition_values` returns ``Σ_j w_j f(x_S, b_{j,~S})`` (before the link)
+for every (row, coalition) pair ``q = r·C + c``, using ``rows·C·B`` model rows fed to the model
+in chunks of at most ``batch_size`` rows. A builder makes the masked rows of a range of pairs
+as a (pairs, B, n) block: :func:`leave_one_out_builder` for ESENSC's coalitions (broadcast
+copies plus one diagonal write), :func:`mask_builder` for any boolean masks.
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -19,33 +20,56 @@ LINKS = ("identity", "logit")
 DEFAULT_MAX_ELEMENTS = 1 << 22  # model-input elements per chunk (32 MiB of float64)
 
 ModelFn = Callable[[Any], Any]
-Builder = Callable[[NDArray[np.intp], NDArray[np.intp], NDArray[np.intp]], NDArray[np.float64]]
+Builder = Callable[[int, int], NDArray[np.float64]]
 
 
 def leave_one_out_builder(X: NDArray[np.float64], bg: NDArray[np.float64]) -> Builder:
-    """Fast masked-input constructor for the coalitions ESENSC evaluates.
+    """Masked rows of ESENSC's coalitions for (row, coalition) pairs ``q0 <= q < q1``.
 
-    Coalition index ``c = i`` is ``{i}``, ``c = n + i`` is ``N minus {i}``, ``c = 2n`` is ``N``.
-    Each masked row differs from ``X[r]`` or from ``bg[j]`` in one entry only, so it is built
-    with one row copy and one scattered entry instead of a full ``where`` over three gathered
-    arrays (less memory traffic, which dominates the cost for large n).
+    Coalition ``c = i`` is ``{i}``, ``c = n + i`` is ``N minus {i}``, ``c = 2n`` is ``N``
+    (``C = 2n + 1`` per row, pair ``q = r·C + c``). The B masked rows of ``{i}`` are the
+    background with column i set to ``x_i``; those of ``N minus {i}`` are ``x`` repeated with
+    column i taken from the background. So a run of consecutive coalitions is one broadcast
+    copy (of ``bg`` or of ``x``) plus one diagonal write, with no index gathers.
     """
-    n = X.shape[1]
+    n, B = X.shape[1], bg.shape[0]
+    C, bg_t = 2 * n + 1, np.ascontiguousarray(bg.T)
 
-    def build(r: NDArray[np.intp], c: NDArray[np.intp], j: NDArray[np.intp]) -> NDArray[np.float64]:
-        Z = np.empty((len(r), n))
-        is_single = c < n
-        Z[~is_single] = X[r[~is_single]]
-        Z[is_single] = bg[j[is_single]]
-        single = np.flatnonzero(is_single)
-        if single.size:
-            cols = c[single]
-            Z[single, cols] = X[r[single], cols]
-        minus = np.flatnonzero((c >= n) & (c < 2 * n))
-        if minus.size:
-            cols = c[minus] - n
-            Z[minus, cols] = bg[j[minus], cols]
+    def build(q0: int, q1: int) -> NDArray[np.float64]:
+        Z = np.empty((q1 - q0, B, n))
+        q = q0
+        while q < q1:
+            r, c = divmod(q, C)
+            s = q - q0
+            if c == 2 * n:  # grand coalition: x itself, B times
+                Z[s] = X[r]
+                q += 1
+                continue
+            first = c if c < n else c - n  # feature of the first coalition in this run
+            k = min((n if c < n else 2 * n) - c, q1 - q)  # coalitions left in this run
+            block, diag, cols = Z[s : s + k], np.arange(k), np.arange(first, first + k)
+            if c < n:  # {i}: background rows, column i from x
+                block[...] = bg
+                block[diag, :, cols] = X[r, cols][:, None]
+            else:  # N minus {i}: x, column i from each background row
+                block[...] = X[r]
+                block[diag, :, cols] = bg_t[cols]
+            q += k
         return Z
+
+    return build
+
+
+def mask_builder(
+    X: NDArray[np.float64], bg: NDArray[np.float64], masks: NDArray[np.bool_]
+) -> Builder:
+    """Masked rows ``where(masks[c], X[r], bg[j])`` for any boolean coalitions (C, n)."""
+    C = masks.shape[0]
+
+    def build(q0: int, q1: int) -> NDArray[np.float64]:
+        q = np.arange(q0, q1)
+        r, c = q // C, q % C
+        return np.where(masks[c][:, None, :], X[r][:, None, :], bg[None, :, :])
 
     return build
 
@@ -73,56 +97,6 @@ def apply_link(p: NDArray[np.float64], link: str, what: str) -> NDArray[np.float
             f"link='logit' needs model outputs in (0, 1); the {what} averaged to {bad!r}"
         )
     return np.log(p) - np.log1p(-p)
-
-
-def _torch_wrapper(module: Any) -> ModelFn:
-    import torch
-
-    try:
-        param = next(module.parameters())
-        device, dtype = param.device, param.dtype
-    except StopIteration:
-        device, dtype = torch.device("cpu"), torch.get_default_dtype()
-
-    def f(Z: Any) -> NDArray[np.float64]:
-        with torch.no_grad():
-            out = module(torch.as_tensor(np.asarray(Z), dtype=dtype, device=device))
-        return out.detach().cpu().double().numpy()
-
-    return f
-
-
-def as_model_fn(model: Any) -> ModelFn:
-    """Turn ``model`` into a callable ``f(Z) -> array``.
-
-    torch ``nn.Module`` -> no-grad numpy wrapper on the module's device and dtype; a
-    non-callable estimator with ``predict_proba`` and classifier type -> ``predict_proba``;
-    any other non-callable with ``predict`` -> ``predict``; callables are used as they are.
-
-    Raises:
-        TypeError: If ``model`` is none of these.
-    """
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(model, torch.nn.Module):
-        return _torch_wrapper(model)
-    if not callable(model):
-        is_clf = getattr(model, "_estimator_type", None) == "classifier"
-        if not is_clf:
-            tags = getattr(model, "__sklearn_tags__", None)
-            try:
-                is_clf = tags is not None and tags().estimator_type == "classifier"
-            except Exception:
-                is_clf = False
-        if is_clf and hasattr(model, "predict_proba"):
-            return model.predict_proba
-        if hasattr(model, "predict"):
-            return model.predict
-        raise TypeError(
-            "model must be a callable mapping an (m, n) array to (m,) or (m, k) outputs, an "
-            f"estimator with predict/predict_proba, or a torch nn.Module; got "
-            f"{type(model).__name__}"
-        )
-    return model
 
 
 def call_model(
@@ -160,74 +134,68 @@ def empty_value(
     bg: NDArray[np.float64],
     w: NDArray[np.float64],
     columns: Sequence[str] | None,
+    batch_size: int | None = None,
 ) -> tuple[NDArray[np.float64], bool]:
     """``Σ_j w_j f(b_j)`` (before the link), shape (k,), and whether the model output is 1-D.
 
-    This is the empty coalition: B model rows, shared by every explained row.
+    This is the empty coalition: B model rows, shared by every explained row, in calls of at
+    most ``batch_size`` rows.
     """
-    y = call_model(f, bg, columns, "empty coalition (background rows)", flatten=False)
+    step = len(bg) if batch_size is None else batch_size
+    what = "empty coalition (background rows)"
+    parts = [call_model(f, bg[s : s + step], columns, what, False) for s in range(0, len(bg), step)]
+    y = parts[0] if len(parts) == 1 else np.concatenate(parts)
     return w @ y.reshape(y.shape[0], -1), y.ndim == 1
 
 
 def coalition_values(
     f: ModelFn,
-    X: NDArray[np.float64],
+    build: Builder,
+    n_pairs: int,
     bg: NDArray[np.float64],
     w: NDArray[np.float64],
-    masks: NDArray[np.bool_],
-    kinds: Callable[[int], str],
+    describe: Callable[[int], str],
     columns: Sequence[str] | None = None,
     batch_size: int | None = None,
-    build: Builder | None = None,
 ) -> NDArray[np.float64]:
-    """Background-averaged model outputs for every (row, coalition): shape (rows, C, k).
+    """Background-averaged model outputs of every (row, coalition) pair: shape (pairs, k).
 
     Args:
         f: The model callable.
-        X: Explained rows (rows, n).
+        build: ``build(q0, q1)`` -> the masked rows of pairs ``q0..q1-1``, shape (q1-q0, B, n).
+        n_pairs: Number of (row, coalition) pairs.
         bg: Background rows (B, n).
         w: Background weights (B,), summing to one.
-        masks: Coalitions as booleans (C, n); True = the feature takes the explained value.
-        kinds: Maps a coalition index to a description for error messages.
+        describe: Maps a pair index to a description for error messages.
         columns: Column names to pass a DataFrame to the model, or None for arrays.
         batch_size: Maximum model rows per call (None: about 4M input elements per call).
-        build: Optional fast constructor ``build(r, c, j) -> Z`` of the masked inputs for row
-            indices ``r``, coalition indices ``c`` and background indices ``j``; it must return
-            ``where(masks[c], X[r], bg[j])``.
 
     Returns:
-        ``Σ_j w_j f(x_S, b_{j,~S})`` before the link, shape (rows, C, k).
+        ``Σ_j w_j f(x_S, b_{j,~S})`` before the link, shape (pairs, k).
     """
-    rows, n = X.shape
-    B = bg.shape[0]
-    C = masks.shape[0]
-    per_row = C * B
-    total = rows * per_row
+    B, n = bg.shape
     if batch_size is None:
         batch_size = max(B, DEFAULT_MAX_ELEMENTS // max(n, 1))
+    per_block = max(1, batch_size // B)  # pairs per block; a block is split if B > batch_size
     acc: NDArray[np.float64] | None = None
-    for start in range(0, total, batch_size):
-        idx = np.arange(start, min(start + batch_size, total))
-        r = idx // per_row
-        c = (idx // B) % C
-        j = idx % B
-        Z = np.where(masks[c], X[r], bg[j]) if build is None else build(r, c, j)
-        y = call_model(f, Z, columns, None)
+    for q0 in range(0, n_pairs, per_block):
+        q1 = min(q0 + per_block, n_pairs)
+        Z = build(q0, q1).reshape(-1, n)
+        parts = [
+            call_model(f, Z[s : s + batch_size], columns, None)
+            for s in range(0, len(Z), batch_size)
+        ]
+        y = parts[0] if len(parts) == 1 else np.concatenate(parts)
         finite = np.all(np.isfinite(y), axis=1)
         if not np.all(finite):
-            bad = int(np.flatnonzero(~finite)[0])
             raise ValueError(
-                f"model returned NaN or inf on the {kinds(int(c[bad]))} of explained row "
-                f"{int(r[bad])}"
+                f"model returned NaN or inf on the {describe(q0 + int(np.argmin(finite)) // B)}"
             )
         if acc is None:
-            acc = np.zeros((rows * C, y.shape[1]))
+            acc = np.empty((n_pairs, y.shape[1]))
         elif y.shape[1] != acc.shape[1]:
             raise ValueError(f"model returned {y.shape[1]} outputs per row, earlier {acc.shape[1]}")
-        flat = idx // B  # r * C + c
-        wy = y * w[j][:, None]
-        for k in range(y.shape[1]):
-            acc[:, k] += np.bincount(flat, weights=wy[:, k], minlength=rows * C)
+        acc[q0:q1] = w @ y.reshape(q1 - q0, B, -1)  # weighted mean over the background
     if acc is None:
-        raise ValueError(f"nothing to evaluate: X has shape {X.shape}, {C} coalitions")
-    return acc.reshape(rows, C, -1)
+        raise ValueError(f"nothing to evaluate: {n_pairs} (row, coalition) pairs")
+    return acc

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import NDArray
 
 
 def validate_batch_size(batch_size: int | None) -> int | None:
@@ -26,21 +27,21 @@ def is_dataframe(obj: object) -> bool:
     return hasattr(obj, "columns") and hasattr(obj, "to_numpy") and hasattr(obj, "iloc")
 
 
-def seeded_rng(seed: int | np.random.Generator | None) -> np.random.Generator:
-    """A NumPy generator from an int seed, an existing generator (used as is) or None.
+def shap_subsample(n_rows: int, n_keep: int, seed: int) -> NDArray[np.intp]:
+    """The rows ``shap.utils.sample(data, n_keep, random_state=seed)`` keeps, in its order.
+
+    shap subsamples a background with ``sklearn.utils.shuffle``: a legacy ``RandomState(seed)``
+    shuffles ``arange(n_rows)`` and the first ``n_keep`` are kept. Doing the same here gives
+    the same background, hence the same base values, as ``shap.maskers.Independent``.
 
     Raises:
-        TypeError: For any other type.
+        TypeError: If ``seed`` is not an int.
         ValueError: For a negative seed.
     """
-    if isinstance(seed, np.random.Generator):
-        return seed
-    if seed is None:
-        return np.random.default_rng()
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
-        raise TypeError(
-            f"seed must be None, an int or a numpy.random.Generator, got {type(seed).__name__}"
-        )
+        raise TypeError(f"seed must be None or an int, got {type(seed).__name__}")
     if seed < 0:
         raise ValueError(f"seed must be >= 0, got {seed}")
-    return np.random.default_rng(int(seed))
+    idx = np.arange(n_rows)
+    np.random.RandomState(int(seed)).shuffle(idx)  # shap's (sklearn's) legacy stream
+    return idx[:n_keep]

@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from esensc._game import apply_link, as_model_fn, coalition_values, empty_value, validate_link
+from esensc._game import apply_link, coalition_values, empty_value, mask_builder, validate_link
+from esensc._models import model_function
 from esensc.maskers import as_masker
 
 MAX_EXACT_FEATURES = 16
@@ -46,18 +47,19 @@ def shapley_from_values(v: ArrayLike) -> NDArray[np.float64]:
     return phi
 
 
-def exact_shapley(
+def game_values(
     model: Any,
     masker: Any,
     X: ArrayLike,
     *,
     link: str = "identity",
     batch_size: int | None = None,
-) -> NDArray[np.float64]:
-    """Exact Shapley values of the interventional game by enumerating all 2^n coalitions.
+    model_output: str = "auto",
+) -> tuple[NDArray[np.float64], bool]:
+    """All 2^n coalition values ``v(S)`` of the interventional game of each row.
 
-    Uses ``rows * 2**n * B`` model rows (+ B for the empty coalition), so it is meant for
-    n <= 16 (tests and benchmark ground truth).
+    Coalition ``S`` is indexed by its bitmask (bit i set: feature i takes the explained value).
+    Uses ``rows * (2**n - 1) * B`` model rows (+ B for the empty coalition).
 
     Args:
         model: Callable, estimator or torch module (as for :class:`esensc.Explainer`).
@@ -65,9 +67,10 @@ def exact_shapley(
         X: Rows to explain, (rows, n).
         link: ``"identity"`` or ``"logit"``, applied after averaging over the background.
         batch_size: Maximum model rows per call.
+        model_output: Which output of an estimator (as for :class:`esensc.Explainer`).
 
     Returns:
-        Shapley values, (rows, n) for a model with 1-D output, else (rows, n, k).
+        ``(v, one_d)``: values of shape (rows, k, 2**n), and whether the model output is 1-D.
 
     Raises:
         ValueError: If n > 16 or the inputs are malformed.
@@ -82,15 +85,42 @@ def exact_shapley(
     n = Xa.shape[1]
     if n > MAX_EXACT_FEATURES:
         raise ValueError(f"exact_shapley enumerates 2**n coalitions; n={n} > {MAX_EXACT_FEATURES}")
-    f = as_model_fn(model)
+    f, _ = model_function(model, model_output)
     cols = m.feature_names
-    masks = ((np.arange(1 << n)[:, None] >> np.arange(n)) & 1).astype(bool)
-    raw_empty, one_d = empty_value(f, m.data, m.weights, cols)
+    masks = ((np.arange(1, 1 << n)[:, None] >> np.arange(n)) & 1).astype(bool)
+    C = len(masks)
+    raw_empty, one_d = empty_value(f, m.data, m.weights, cols, batch_size)
     raw = coalition_values(
-        f, Xa, m.data, m.weights, masks[1:], lambda c: f"coalition #{c + 1}", cols, batch_size
-    )
+        f, mask_builder(Xa, m.data, masks), len(Xa) * C, m.data, m.weights,
+        lambda q: f"coalition #{q % C + 1} of explained row {q // C}", cols, batch_size,
+    ).reshape(len(Xa), C, -1)  # fmt: skip
     allv = np.concatenate([np.broadcast_to(raw_empty, (len(Xa), 1, raw.shape[2])), raw], axis=1)
-    v = apply_link(allv, link, "coalition values")
-    phi = shapley_from_values(np.moveaxis(v, 1, -1))  # (rows, k, n)
-    phi = np.moveaxis(phi, -1, 1)  # (rows, n, k)
+    return np.moveaxis(apply_link(allv, link, "coalition values"), 1, -1), one_d
+
+
+def exact_shapley(
+    model: Any,
+    masker: Any,
+    X: ArrayLike,
+    *,
+    link: str = "identity",
+    batch_size: int | None = None,
+    model_output: str = "auto",
+) -> NDArray[np.float64]:
+    """Exact Shapley values of the interventional game by enumerating all 2^n coalitions.
+
+    Uses ``rows * 2**n * B`` model rows (+ B for the empty coalition), so it is meant for
+    n <= 16 (tests and benchmark ground truth). The arguments are those of
+    :func:`game_values`.
+
+    Returns:
+        Shapley values, (rows, n) for a model with 1-D output, else (rows, n, k).
+
+    Raises:
+        ValueError: If n > 16 or the inputs are malformed.
+    """
+    v, one_d = game_values(
+        model, masker, X, link=link, batch_size=batch_size, model_output=model_output
+    )
+    phi = np.moveaxis(shapley_from_values(v), -1, 1)  # (rows, k, n) -> (rows, n, k)
     return phi[..., 0] if one_d else phi

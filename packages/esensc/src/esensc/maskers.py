@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from esensc._validation import is_dataframe, seeded_rng
+from esensc._validation import is_dataframe, shap_subsample
 
 
 def _to_2d_float(data: Any, name: str) -> NDArray[np.float64]:
@@ -27,8 +27,9 @@ class Independent:
 
     Args:
         data: Background data, a 2-D array or DataFrame of shape (B, n) with B >= 1.
-        max_samples: If ``data`` has more rows, a fixed random subset of this size is used
-            (seeded with ``seed``), as ``shap.maskers.Independent`` does.
+        max_samples: If ``data`` has more rows, a fixed random subset of this size is used:
+            the rows ``shap.maskers.Independent`` keeps (``sklearn.utils.shuffle`` with
+            ``random_state=seed``), so base values match shap's.
         weights: Optional non-negative weights per background row (normalised to sum 1).
         seed: Seed of the subsampling (default 0).
 
@@ -85,7 +86,7 @@ class Independent:
                 raise ValueError("weights must be finite, non-negative and not all zero")
             w = w / w.sum()
         if arr.shape[0] > max_samples:
-            idx = np.sort(seeded_rng(seed).choice(arr.shape[0], max_samples, replace=False))
+            idx = shap_subsample(arr.shape[0], max_samples, seed)
             arr, w = arr[idx], w[idx] / w[idx].sum()
         self.data: NDArray[np.float64] = arr
         self.weights: NDArray[np.float64] = w

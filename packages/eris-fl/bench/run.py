@@ -208,7 +208,7 @@ def leakage_dlg(args: argparse.Namespace) -> Outcome:
 def round_time(args: argparse.Namespace) -> Outcome:
     """Seconds per simulator round (no observer, and with a byte counter) vs a plain loop."""
     K, A = 10, 4
-    rounds, blocks = (2, 2) if args.quick else (5, 10)
+    rounds, blocks = (1, 2) if args.quick else (5, 10)
     per: dict[str, list[float]] = {"plain": [], "eris": [], "eris_counted": []}
     ratios, counted, diffs = [], [], []
     for seed in args.seeds:

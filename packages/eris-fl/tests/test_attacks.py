@@ -35,6 +35,7 @@ def digits():
     return torch.as_tensor(X), torch.as_tensor(y)
 
 
+@pytest.mark.slow  # loads scikit-learn's digits (~7 s on a busy core) or trains
 def test_idlg_recovers_the_label_exactly(digits):
     X, y = digits
     model = _sigmoid_mlp()
@@ -43,6 +44,7 @@ def test_idlg_recovers_the_label_exactly(digits):
         assert infer_label(model, g) == int(y[i])
 
 
+@pytest.mark.slow  # loads scikit-learn's digits (~7 s on a busy core) or trains
 def test_dlg_on_a_full_single_example_gradient_reconstructs_the_digit(digits):
     X, y = digits
     model = _sigmoid_mlp()
@@ -64,6 +66,7 @@ def test_dlg_rejects_a_mask_of_the_wrong_length(digits):
         observer_model_estimate(g, g, torch.ones(3, dtype=torch.bool))
 
 
+@pytest.mark.slow  # loads scikit-learn's digits (~7 s on a busy core) or trains
 def test_mia_on_an_overfit_local_model(digits):
     X, y = digits
     X = X.float()

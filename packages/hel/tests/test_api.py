@@ -284,3 +284,42 @@ def test_homeostasis_accumulator_averages_steps():
     torch.testing.assert_close(acc.grads()[0], auto)
     with pytest.raises(ValueError, match="no step"):
         HomeostasisAccumulator(model.cell).grads()
+
+
+# ------------------------------------------------------------------ issue 18: errors
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_half_precision_parameters_raise_clear_error(dtype):
+    model = make_model("mean").to(dtype)
+    x, y, loss = make_batch("mean", dtype=torch.float32)
+    for est in (HamiltonianEcho(model, loss), BPTT(model, loss), EProp(model, loss)):
+        with pytest.raises(TypeError, match=f"dtype {dtype}.*model.float"):
+            est.backward(x, y)
+
+
+def test_unstable_dt_raises_on_non_finite_gradient():
+    g = torch.Generator().manual_seed(0)
+    model = EchoRNN(HopfieldOscillatorCell(1, 8, dt=5.0, generator=g), 2).double()
+    x = 3 * torch.randn(2, 300, 1, generator=g, dtype=torch.float64)
+    y = torch.tensor([0, 1])
+    loss = torch.nn.CrossEntropyLoss()
+    for est in (
+        HamiltonianEcho(model, loss),
+        HamiltonianEcho(model, loss, mode="linearized"),
+        BPTT(model, loss),
+    ):
+        model.zero_grad(set_to_none=True)
+        with pytest.raises(FloatingPointError, match=r"non-finite .*diverged.*dt = 5\.0"):
+            est.backward(x, y)
+        if isinstance(est, HamiltonianEcho):  # raises before accumulating into .grad
+            assert model.cell.A.grad is None
+
+
+def test_empty_batch_raises():
+    model = make_model("mean")
+    _, y, loss = make_batch("mean")
+    x0 = torch.zeros(0, 10, 2, dtype=torch.float64)
+    for est in (HamiltonianEcho(model, loss), BPTT(model, loss)):
+        with pytest.raises(ValueError, match="empty batch"):
+            est.backward(x0, y[:0])
+    with pytest.raises(ValueError, match="empty batch"):
+        model(x0)

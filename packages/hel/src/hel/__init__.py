@@ -9,6 +9,7 @@ from typing import Any
 
 from hel._estimator import GradientEstimator
 from hel._hel import EchoLearning, HamiltonianEcho
+from hel._reversibility import ReversibilityReport, ReversibilityWarning
 from hel.baselines import BPTT, EProp, FrozenRecurrence, TruncatedBPTT
 from hel.cells import (
     ForceCell,
@@ -50,6 +51,8 @@ __all__ = [
     "HomeostasisAccumulator",
     "HopfieldOscillatorCell",
     "RateEchoCell",
+    "ReversibilityReport",
+    "ReversibilityWarning",
     "TruncatedBPTT",
     "__version__",
     "compare_estimators",

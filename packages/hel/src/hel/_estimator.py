@@ -18,7 +18,9 @@ from torch import nn
 from hel.cells import leapfrog_step
 from hel.models import EchoRNN
 
-__all__ = ["GradientEstimator", "accumulate", "check_eps"]
+__all__ = ["GradientEstimator", "accumulate", "check_eps", "check_finite", "check_finite_state"]
+
+_HALF = (torch.float16, torch.bfloat16)
 
 
 def accumulate(params: Iterable[torch.Tensor], grads: Iterable[torch.Tensor]) -> None:
@@ -32,6 +34,34 @@ def accumulate(params: Iterable[torch.Tensor], grads: Iterable[torch.Tensor]) ->
             p.grad = g.clone()
         else:
             p.grad.add_(g)
+
+
+def check_finite(who: str, cell: nn.Module, grads: Iterable[torch.Tensor]) -> None:
+    """Raise ``FloatingPointError`` naming the parameter when a gradient is NaN or inf.
+
+    Package-internal: every estimator checks its core gradient before accumulating it.
+    """
+    names = [n for n, _ in cell.named_parameters()]
+    for name, g in zip(names, grads, strict=True):
+        if not torch.isfinite(g).all():
+            raise FloatingPointError(
+                f"{who} produced a non-finite gradient for {name!r}: {_diverged(cell)}"
+            )
+
+
+def check_finite_state(who: str, cell: nn.Module, phi: torch.Tensor) -> None:
+    """Raise ``FloatingPointError`` when the inference pass ended in a NaN or inf state."""
+    if not torch.isfinite(phi).all():
+        raise FloatingPointError(
+            f"{who}: the inference pass reached a non-finite state: {_diverged(cell)}"
+        )
+
+
+def _diverged(cell: nn.Module) -> str:
+    return (
+        f"the dynamics diverged (dt = {cell.dt}; the leapfrog step is stable only for "
+        "dt * sqrt(stiffness) < 2): lower dt or the input scale"
+    )
 
 
 class GradientEstimator:
@@ -67,6 +97,14 @@ class GradientEstimator:
         return list(self.model.cell.parameters())
 
     def _check(self, x: torch.Tensor, y: torch.Tensor) -> None:
+        half = [(n, p.dtype) for n, p in self.model.named_parameters() if p.dtype in _HALF]
+        if half:
+            name, dtype = half[0]
+            raise TypeError(
+                f"parameter {name!r} has dtype {dtype}; the estimators need float32 or float64 "
+                "parameters (the echo's time reversal is not exact in half precision): call "
+                "model.float() or model.double()"
+            )
         self.model.check_input(x)
         if not isinstance(y, torch.Tensor):
             raise TypeError(f"y must be a torch.Tensor, got {type(y).__name__}")

@@ -19,13 +19,23 @@ Nothing is stored per step: memory is independent of ``T``.
 
 from __future__ import annotations
 
+import math
 import warnings
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from hel._estimator import GradientEstimator, accumulate, check_eps
+from hel._chunks import StatChunks
+from hel._estimator import (
+    GradientEstimator,
+    accumulate,
+    check_eps,
+    check_finite,
+    check_finite_state,
+)
+from hel._reversibility import Anchors, ReversibilityReport, check_checkpoint_every
 from hel.cells import ForceCell, HamiltonianCell, leapfrog_step
 from hel.homeostasis import homeostatic_loss_grad
 from hel.models import EchoRNN
@@ -34,6 +44,10 @@ __all__ = ["MODES", "EchoLearning", "HamiltonianEcho"]
 
 MODES = ("centered", "two_pass", "linearized")
 _AUTO_TARGET = 3e-3  # accumulated nudge / state RMS for eps="auto" (float32 guidance)
+#: Default reversibility tolerance (relative RMS reconstruction error), per compute dtype:
+#: measured on the default network, centered cosines to BPTT fell below 0.9999 above ~1e-3
+#: (float64) and ~3e-4 (float32); see the README's long-sequence table.
+DEFAULT_TOLERANCE = {torch.float32: 3e-4, torch.float64: 1e-3}
 
 
 @contextmanager
@@ -50,6 +64,18 @@ def _cast(module: torch.nn.Module, dtype: torch.dtype | None):  # noqa: ANN202
         module.to(old)
 
 
+@dataclass
+class _Inference:
+    """What the inference pass leaves for the echo (all ``O(1)`` in ``T``)."""
+
+    phi: torch.Tensor
+    pi: torch.Tensor
+    c: torch.Tensor | None  # dL/d(readout) for "mean"/"last"
+    loss: torch.Tensor
+    gnorm: torch.Tensor  # per-sample accumulated |g_t|
+    anchors: Anchors
+
+
 class _EchoBase(GradientEstimator):
     """Shared machinery of the echo estimators (inference pass, eps, echo loop)."""
 
@@ -62,6 +88,8 @@ class _EchoBase(GradientEstimator):
         eps: float | str = "auto",
         mode: str = "centered",
         dtype: torch.dtype | None = None,
+        checkpoint_every: int | None = None,
+        tolerance: float | None = None,
     ) -> None:
         super().__init__(model, loss_fn)
         self.eps = check_eps(eps)
@@ -69,6 +97,20 @@ class _EchoBase(GradientEstimator):
             raise ValueError(f"mode must be one of {self._modes}, got {mode!r}")
         if dtype not in (None, torch.float32, torch.float64):
             raise TypeError(f"dtype must be None, torch.float32 or torch.float64, got {dtype}")
+        self.checkpoint_every = check_checkpoint_every(checkpoint_every)
+        if self.checkpoint_every is not None and mode == "two_pass":
+            raise ValueError(
+                "checkpoint_every needs mode='centered' or 'linearized': the single two_pass "
+                "echo cannot be split into its free and nudged parts"
+            )
+        if tolerance is not None and (
+            isinstance(tolerance, bool)
+            or not isinstance(tolerance, int | float)
+            or not math.isfinite(tolerance)
+            or tolerance <= 0
+        ):
+            raise ValueError(f"tolerance must be None or a finite number > 0, got {tolerance!r}")
+        self.tolerance = tolerance
         self.mode = mode
         self.dtype = dtype
         if model.cell.damping is not None:
@@ -83,11 +125,14 @@ class _EchoBase(GradientEstimator):
 
     # -------------------------------------------------------------- statistics
     def _stat(self, phi_half: torch.Tensor, u: torch.Tensor, w: torch.Tensor) -> tuple:
-        """Weighted local statistic of one echo step (HEL: ``sum_b w_b grad_theta V``)."""
+        """Weighted local statistic of a chunk of echo steps (``(k, R, .)`` tensors)."""
         raise NotImplementedError
 
     def _fwd_hook(self, phi_half: torch.Tensor, u: torch.Tensor, T: int) -> None:
         """Per-step work during the inference pass (HEL two_pass, EL homeostasis)."""
+
+    def _fwd_start(self) -> None:
+        """Reset the inference pass's own accumulators."""
 
     # -------------------------------------------------------------- the algorithm
     def backward(
@@ -98,18 +143,24 @@ class _EchoBase(GradientEstimator):
     ) -> torch.Tensor:
         self._check(x, y)
         cell = self.model.cell
-        with _cast(cell, self.dtype):
-            dt = self.dtype or x.dtype
-            xc = x.to(dt)
-            grads, loss, eps_used = self._backward(xc, y, state)
+        with _cast(cell, self.dtype), cell.frozen():
+            xc = x.to(self.dtype or x.dtype)
+            grads, loss, eps_used, anchors = self._backward(xc, y, state)
+        check_finite(type(self).__name__, cell, grads)
         accumulate(self.cell_params, grads)
         self.last_stats = {
             "passes": 2 if self.mode != "centered" else 3,
-            "stored_steps": 0,
+            "stored_steps": anchors.stored_steps if anchors else 0,
             "eps": eps_used,
             "mode": self.mode,
+            "reversibility": anchors.finish(x.shape[1]) if anchors else None,
         }
         return loss.to(x.dtype)
+
+    @property
+    def reversibility(self) -> ReversibilityReport | None:
+        """The reversibility report of the last :meth:`backward` (``None`` for two_pass)."""
+        return self.last_stats.get("reversibility")
 
     def _signal(
         self, phi_t: torch.Tensor, t: int, T: int, c: torch.Tensor | None, y: torch.Tensor
@@ -127,20 +178,22 @@ class _EchoBase(GradientEstimator):
             )
         return self._step_signal(phi_t, y[:, t - 1], T, False)[0]
 
-    def _backward(self, x: torch.Tensor, y: torch.Tensor, state: Any) -> tuple:
-        cell = self.model.cell
-        h = cell.dt
-        T = x.shape[1]
-        readout = self.model.readout
-        self._S_fwd = None
-        # 1. inference pass (no graph; nothing per step is kept)
+    def _inference(self, x: torch.Tensor, y: torch.Tensor, state: Any) -> _Inference:
+        """1. Inference pass without a graph; keeps only the anchor states."""
+        cell, readout, T = self.model.cell, self.model.readout, x.shape[1]
+        self._fwd_start()
         phi, pi = self.model.initial_state(x, state)
         phi, pi = phi.to(x.dtype), pi.to(x.dtype)
+        tol = self.tolerance if self.tolerance is not None else DEFAULT_TOLERANCE[x.dtype]
+        anchors = Anchors(T, self.checkpoint_every, None, tol)
+        if self.mode == "two_pass":
+            anchors.steps = set()  # its single echo has no free part to compare
         acc = torch.zeros_like(phi)
         gnorm = torch.zeros(x.shape[0], dtype=x.dtype, device=x.device)
         loss = x.new_zeros(())
         with torch.no_grad():
             for t in range(T):
+                anchors.record(t, phi, pi)
                 phi, pi, phi_half = leapfrog_step(cell, phi, pi, x[:, t])
                 self._fwd_hook(phi_half, x[:, t], T)
                 if readout == "mean":
@@ -149,98 +202,108 @@ class _EchoBase(GradientEstimator):
                     g, lt = self._step_signal(phi, y[:, t], T, True)
                     loss = loss + lt
                     gnorm += g.norm(dim=1)
+        check_finite_state(type(self).__name__, cell, phi)
         c = None
         if readout != "sequence":
             r = acc / T if readout == "mean" else phi
             c, loss = self._readout_signal(r.to(next(self.model.head.parameters()).dtype), y)
             c = c.to(x.dtype)
             gnorm = c.norm(dim=1)
-        g_T = self._signal(phi, T, T, c, y)
+        anchors.scale = torch.sqrt((phi * phi + pi * pi).mean(dim=1)).clamp_min(1e-3)
+        return _Inference(phi, pi, c, loss, gnorm, anchors)
 
-        # eps per sample (nudge) and statistic weights 1/eps
-        scale = torch.sqrt((phi * phi + pi * pi).mean(dim=1)).clamp_min(1e-3)
-        if self.eps == "auto":
-            if self.mode == "two_pass":  # S_fwd is a batch sum: one eps for the batch
-                e = _AUTO_TARGET * scale.mean() / gnorm.max().clamp_min(1e-30)
-                eps_b = e.expand_as(gnorm).clone()
-            else:
-                eps_b = _AUTO_TARGET * scale / gnorm.clamp_min(1e-30)
-        else:
-            eps_b = torch.full_like(gnorm, float(self.eps))
-        w = 1.0 / eps_b
+    def _eps(self, fwd: _Inference) -> torch.Tensor:
+        """Per-sample nudge strength (one value for the batch in two_pass)."""
+        scale, gnorm = fwd.anchors.scale, fwd.gnorm
+        if self.eps != "auto":
+            return torch.full_like(gnorm, float(self.eps))
+        if self.mode == "two_pass":  # S_fwd is a batch sum: one eps for the batch
+            e = _AUTO_TARGET * scale.mean() / gnorm.max().clamp_min(1e-30)
+            return e.expand_as(gnorm).clone()
+        return _AUTO_TARGET * scale / gnorm.clamp_min(1e-30)
 
+    def _backward(self, x: torch.Tensor, y: torch.Tensor, state: Any) -> tuple:
+        fwd = self._inference(x, y, state)
         if self.mode == "linearized":
-            grads = self._linearized(x, y, phi, pi, g_T, c)
-            return grads, loss, 0.0
-        # 2. echo pass(es): centered runs +eps and -eps in lockstep as one batch of 2B
+            return self._linearized(x, y, fwd), fwd.loss, 0.0, fwd.anchors
+        eps_b = self._eps(fwd)
+        S = self._echo(x, y, fwd, eps_b)
+        anchors: Anchors | None = fwd.anchors
+        if self.mode == "two_pass":  # 3. minus the inference pass's own statistic
+            S = [s - f / eps_b[0] for s, f in zip(S, self._S_fwd.result(), strict=True)]
+            anchors = None  # nothing monitored
+        return self._finish(S, self.model.cell.dt), fwd.loss, float(eps_b.mean()), anchors
+
+    def _echo(
+        self, x: torch.Tensor, y: torch.Tensor, fwd: _Inference, eps_b: torch.Tensor
+    ) -> list[torch.Tensor]:
+        """2. Echo pass(es); centered runs +eps and -eps in lockstep as one batch of 2B."""
+        cell, T = self.model.cell, x.shape[1]
+        w = 1.0 / eps_b
         if self.mode == "centered":
             sign = torch.cat([torch.ones_like(eps_b), -torch.ones_like(eps_b)])
             ep = torch.cat([eps_b, eps_b]) * sign
-            phi_e, pi_e = torch.cat([phi, phi]), torch.cat([-pi, -pi])
+            phi_e, pi_e = torch.cat([fwd.phi, fwd.phi]), torch.cat([-fwd.pi, -fwd.pi])
             xx = torch.cat([x, x])
-            yy = y
-            cc = torch.cat([c, c]) if c is not None else None
+            cc = torch.cat([fwd.c, fwd.c]) if fwd.c is not None else None
             ww = torch.cat([w, w]) * sign / 2.0
         else:
-            ep, phi_e, pi_e, xx, yy, cc, ww = eps_b, phi, -pi, x, y, c, w
-        g = g_T if readout != "sequence" else self._signal(phi_e, T, T, cc, yy)
+            ep, phi_e, pi_e, xx, cc, ww = eps_b, fwd.phi, -fwd.pi, x, fwd.c, w
+        rows = ep.shape[0]
+        target = eps_b * fwd.gnorm.clamp_min(1e-30)  # size of the accumulated nudge
+        g = self._signal(phi_e, T, T, cc, y)
         if g is not None:
-            pi_e = pi_e + ep[:, None] * (g if g.shape[0] == ep.shape[0] else torch.cat([g, g]))
-        S = None
+            pi_e = pi_e + ep[:, None] * (g if g.shape[0] == rows else torch.cat([g, g]))
+        chunks = StatChunks(self._stat)
+        anchors = fwd.anchors
         with torch.no_grad():
             for t in range(T, 0, -1):
                 u = xx[:, t - 1]
                 phi_e, pi_e, phi_half = leapfrog_step(cell, phi_e, pi_e, u)
-                S = _add(S, self._stat(phi_half, u, ww))
+                chunks.push(phi_half, u, ww)
                 if t > 1:
-                    g = self._signal(phi_e, t - 1, T, cc, yy)
+                    g = self._signal(phi_e, t - 1, T, cc, y)
                     if g is not None:
-                        if g.shape[0] != ep.shape[0]:
-                            g = torch.cat([g, g])
-                        pi_e = pi_e + ep[:, None] * g
-        # 3. gradient from the difference of statistics
-        if self.mode == "two_pass":
-            S = [s - f * w[0] for s, f in zip(S, self._S_fwd, strict=True)]
-        grads = self._finish(S, h)
-        return grads, loss, float(eps_b.mean())
+                        pi_e = pi_e + ep[:, None] * (g if g.shape[0] == rows else torch.cat([g, g]))
+                if t - 1 in anchors.states:
+                    phi_e, pi_e, r = anchors.centered(t - 1, phi_e, pi_e, target)
+                    if r is not None:  # the nudged part was divided by r: so are later nudges
+                        ep, ww = ep / torch.cat([r, r]), ww * torch.cat([r, r])
+        return chunks.result()
 
     def _finish(self, S: list[torch.Tensor], h: float) -> list[torch.Tensor]:
         raise NotImplementedError
 
-    def _linearized(self, x, y, phi, pi, g_T, c) -> list[torch.Tensor]:  # noqa: ANN001
+    def _linearized(self, x: torch.Tensor, y: torch.Tensor, fwd: _Inference) -> list:
         """Exact eps -> 0 limit: forward-mode tangent of the echo pass w.r.t. eps."""
         cell = self.model.cell
-        h = cell.dt
-        T = x.shape[1]
-        phi_e, pi_e = phi, -pi
-        dphi = torch.zeros_like(phi)
-        dpi = torch.zeros_like(pi) if g_T is None else g_T.clone()
-        out = None
+        h, T = cell.dt, x.shape[1]
+        phi_e, pi_e = fwd.phi, -fwd.pi
+        g_T = self._signal(phi_e, T, T, fwd.c, y)
+        dphi = torch.zeros_like(phi_e)
+        dpi = torch.zeros_like(pi_e) if g_T is None else g_T.clone()
+        chunks = StatChunks(
+            lambda ph, u, cot: cell.force_param_vjp(
+                ph.flatten(0, 1), u.flatten(0, 1), cot.flatten(0, 1)
+            )
+        )
         with torch.no_grad():
             for t in range(T, 0, -1):
                 u = x[:, t - 1]
                 phi_half = phi_e + 0.5 * h * pi_e
                 dphi_half = dphi + 0.5 * h * dpi
-                f = cell.force(phi_half, u)
-                df = cell.force_jvp(phi_half, u, dphi_half)
-                pi_e = pi_e + h * f
-                dpi = dpi + h * df
+                pi_e = pi_e + h * cell.force(phi_half, u)
+                dpi = dpi + h * cell.force_jvp(phi_half, u, dphi_half)
                 phi_e = phi_half + 0.5 * h * pi_e
                 dphi = dphi_half + 0.5 * h * dpi
-                out = _add(out, cell.force_param_vjp(phi_half, u, dphi_half))
+                chunks.push(phi_half, u, dphi_half)
                 if t > 1:
-                    g = self._signal(phi_e, t - 1, T, c, y)
+                    g = self._signal(phi_e, t - 1, T, fwd.c, y)
                     if g is not None:
                         dpi = dpi + g
-        return [h * o for o in out]
-
-
-def _add(acc: list[torch.Tensor] | None, new: tuple[torch.Tensor, ...]) -> list[torch.Tensor]:
-    if acc is None:
-        return [n.clone() for n in new]
-    for a, n in zip(acc, new, strict=True):
-        a.add_(n)
-    return acc
+                if t - 1 in fwd.anchors.states:
+                    phi_e, pi_e = fwd.anchors.base(t - 1, phi_e, pi_e)
+        return [h * o for o in chunks.result()]
 
 
 class HamiltonianEcho(_EchoBase):
@@ -268,6 +331,17 @@ class HamiltonianEcho(_EchoBase):
             ``"two_pass"`` (one echo against the inference pass's own statistics, 2 passes,
             O(eps) bias) or ``"linearized"`` (forward-mode tangent, the exact eps -> 0 limit).
         dtype: Optionally run the passes in ``torch.float64`` (or float32).
+        checkpoint_every: ``K`` to keep the inference state every ``K`` steps
+            (``O(T/K)`` memory) and re-anchor the echo there: its free part is reset to the
+            stored state and its nudged part rescaled to the initial nudge's size. Keeps the
+            gradient BPTT-exact on long chaotic runs (centered and linearized modes).
+            ``None`` (default): constant memory, the echo is only monitored.
+        tolerance: Relative reconstruction error above which ``backward`` warns with
+            :class:`~hel.ReversibilityWarning` (default 1e-3 in float64, 3e-4 in float32).
+
+    After ``backward``, :attr:`reversibility` (also ``last_stats["reversibility"]``) reports
+    how far the echo's reconstruction of the initial state, and of four evenly spaced
+    states on the way (or of every checkpoint), missed the stored ones.
 
     References:
         Hamiltonian Echo Learning: spatio-temporal sum-separability, dense Hopfield-inspired
@@ -293,20 +367,26 @@ class HamiltonianEcho(_EchoBase):
         eps: float | str = "auto",
         mode: str = "centered",
         dtype: torch.dtype | None = None,
+        checkpoint_every: int | None = None,
+        tolerance: float | None = None,
     ) -> None:
         if isinstance(model, EchoRNN) and not isinstance(model.cell, HamiltonianCell):
             raise TypeError(
                 f"HamiltonianEcho needs a cell with a potential (a HamiltonianCell); "
                 f"{type(model.cell).__name__} only defines a force: use EchoLearning instead"
             )
-        super().__init__(model, loss_fn, eps, mode, dtype)
+        super().__init__(model, loss_fn, eps, mode, dtype, checkpoint_every, tolerance)
 
     def _stat(self, phi_half, u, w):  # noqa: ANN001, ANN202
-        return self.model.cell.potential_param_grad(phi_half, u, w)
+        flat = (phi_half.flatten(0, 1), u.flatten(0, 1))
+        return self.model.cell.potential_param_grad(*flat, None if w is None else w.flatten())
+
+    def _fwd_start(self) -> None:
+        self._S_fwd = StatChunks(self._stat)
 
     def _fwd_hook(self, phi_half: torch.Tensor, u: torch.Tensor, T: int) -> None:
         if self.mode == "two_pass":  # the free echo retraces the inference pass
-            self._S_fwd = _add(self._S_fwd, self.model.cell.potential_param_grad(phi_half, u))
+            self._S_fwd.push(phi_half, u, None)
 
     def _finish(self, S, h):  # noqa: ANN001, ANN202
         return [-h * s for s in S]
@@ -333,6 +413,8 @@ class EchoLearning(_EchoBase):
         homeostasis: Weight (>= 0) of the homeostatic loss.
         mode: ``"centered"`` or ``"linearized"``.
         dtype: Optional compute dtype.
+        checkpoint_every: Re-anchoring interval (as in :class:`HamiltonianEcho`).
+        tolerance: Reversibility warning threshold (as in :class:`HamiltonianEcho`).
 
     References:
         Hamiltonian Echo Learning ... and Echo Learning (NeurIPS 2026).
@@ -356,8 +438,10 @@ class EchoLearning(_EchoBase):
         homeostasis: float = 0.0,
         mode: str = "centered",
         dtype: torch.dtype | None = None,
+        checkpoint_every: int | None = None,
+        tolerance: float | None = None,
     ) -> None:
-        super().__init__(model, loss_fn, eps, mode, dtype)
+        super().__init__(model, loss_fn, eps, mode, dtype, checkpoint_every, tolerance)
         if isinstance(homeostasis, bool) or not isinstance(homeostasis, int | float):
             raise TypeError(f"homeostasis must be a number >= 0, got {homeostasis!r}")
         if not homeostasis >= 0:
@@ -385,11 +469,11 @@ class EchoLearning(_EchoBase):
         accumulate(self.cell_params, [(self.homeostasis / T) * g for g in grads])
 
     def _stat(self, phi_half, u, w):  # noqa: ANN001, ANN202
-        B = phi_half.shape[0] // 2
-        plus, minus = phi_half[:B], phi_half[B:]
+        B = phi_half.shape[1] // 2
+        plus, minus = phi_half[:, :B].flatten(0, 1), phi_half[:, B:].flatten(0, 1)
         mid = 0.5 * (plus + minus)
-        cot = (plus - minus) * w[:B, None]  # w already holds 1/(2 eps_b)
-        return self.model.cell.force_param_vjp(mid, u[:B], cot)
+        cot = (plus - minus) * w[:, :B].flatten()[:, None]  # w already holds 1/(2 eps_b)
+        return self.model.cell.force_param_vjp(mid, u[:, :B].flatten(0, 1), cot)
 
     def _finish(self, S, h):  # noqa: ANN001, ANN202
         return [h * s for s in S]

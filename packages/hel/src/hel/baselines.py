@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from hel._estimator import GradientEstimator, accumulate
+from hel._estimator import GradientEstimator, accumulate, check_finite
 from hel.cells import leapfrog_step
 from hel.models import EchoRNN
 
@@ -170,6 +170,7 @@ class EProp(GradientEstimator):
             if name in getattr(cell, "eprop_symmetric", ()):
                 g = 0.5 * (g + g.T)
             grads.append(g.reshape(p.shape))
+        check_finite("EProp", cell, grads)
         accumulate(list(names.values()), grads)
         self.last_stats = {"passes": 1, "stored_steps": 0}
         return loss
@@ -195,6 +196,11 @@ class BPTT(GradientEstimator):
             out = self.model(x, state)
             loss = self._scalar(self.model.compute_loss(out, y, self.loss_fn))
             loss.backward()
+        check_finite(
+            "BPTT",
+            self.model.cell,
+            [torch.zeros(()) if p.grad is None else p.grad for p in self.cell_params],
+        )
         self.last_stats = {"passes": 1, "stored_steps": x.shape[1]}
         return loss.detach()
 

@@ -9,7 +9,8 @@ force field ``f(phi; theta, u)`` (:class:`ForceCell`, usable with Echo Learning)
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import torch
 from torch import nn
@@ -87,6 +88,15 @@ class ForceCell(nn.Module):
     def damping(self) -> torch.Tensor | None:
         """Momentum damping ``gamma`` (``None`` for a conservative, reversible cell)."""
         return None
+
+    @contextmanager
+    def frozen(self) -> Iterator[None]:
+        """Within a pass without a graph: tensors derived from the parameters computed once.
+
+        The echo estimators run each pass inside this context; a subclass whose force uses
+        derived tensors (a symmetrised coupling, a softplus) caches them here. No-op default.
+        """
+        yield
 
     def force(self, phi: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
         """Force ``f(phi; theta, u)``, shape ``(B, n)``."""
@@ -206,11 +216,27 @@ class HopfieldOscillatorCell(HamiltonianCell):
         self.B = nn.Parameter(torch.randn(n, m, generator=generator) / math.sqrt(m))
         self.b = nn.Parameter(torch.zeros(n))
         self.alpha_raw = nn.Parameter(alpha + torch.log(-torch.expm1(-alpha)))  # softplus^-1
+        self._derived: tuple[torch.Tensor, torch.Tensor] | None = None
 
     @property
     def W(self) -> torch.Tensor:  # noqa: N802
         """Symmetric recurrent weight matrix ``(A + A^T)/2``."""
         return 0.5 * (self.A + self.A.T)
+
+    @contextmanager
+    def frozen(self) -> Iterator[None]:
+        """Build ``W = (A + A^T)/2`` and ``alpha = softplus(alpha_raw)`` once for a whole pass."""
+        with torch.no_grad():
+            self._derived = (self.W, softplus(self.alpha_raw))
+        try:
+            yield
+        finally:
+            self._derived = None
+
+    def _coupling(self) -> tuple[torch.Tensor, torch.Tensor]:
+        if self._derived is not None and not torch.is_grad_enabled():
+            return self._derived
+        return self.W, softplus(self.alpha_raw)
 
     def potential(self, phi: torch.Tensor, u: torch.Tensor) -> torch.Tensor:  # noqa: D102
         s = self.sigma(phi)
@@ -222,9 +248,19 @@ class HopfieldOscillatorCell(HamiltonianCell):
 
     def force(self, phi: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
         """Analytic ``-grad_phi V = -alpha phi + sigma'(phi) (W s + B u + b)``."""
+        W, alpha = self._coupling()
         s = self.sigma(phi)
-        alpha = softplus(self.alpha_raw)
-        return -alpha * phi + self.dsigma(phi, s) * (s @ self.W + u @ self.B.T + self.b)
+        return -alpha * phi + self.dsigma(phi, s) * (s @ W + u @ self.B.T + self.b)
+
+    def force_jvp(self, phi: torch.Tensor, u: torch.Tensor, tangent: torch.Tensor) -> torch.Tensor:
+        """Analytic ``(df/dphi) v = -alpha v + sigma'' v (W s + B u + b) + sigma' W (sigma' v)``."""
+        W, alpha = self._coupling()
+        s = self.sigma(phi)
+        d = self.dsigma(phi, s)
+        drive = s @ W + u @ self.B.T + self.b
+        return (
+            -alpha * tangent + self.d2sigma(phi, s, d) * tangent * drive + d * ((d * tangent) @ W)
+        )
 
     def potential_param_grad(
         self, phi: torch.Tensor, u: torch.Tensor, weight: torch.Tensor | None = None
@@ -238,6 +274,20 @@ class HopfieldOscillatorCell(HamiltonianCell):
         g_b = -ws.sum(0)
         g_alpha = 0.5 * wphi2.sum(0) * torch.sigmoid(self.alpha_raw)
         return g_A, g_B, g_b, g_alpha
+
+    def force_param_vjp(
+        self, phi: torch.Tensor, u: torch.Tensor, cotangent: torch.Tensor
+    ) -> tuple[torch.Tensor, ...]:
+        """Analytic ``(df/dtheta)^T c``, summed over the batch.
+
+        With ``q = c sigma'(phi)`` and ``G = q^T s``: ``(sym(G), q^T u, sum_b q,
+        -sum_b c phi * sigmoid(alpha_raw))`` (one-step autograd would build a graph).
+        """
+        s = self.sigma(phi)
+        q = cotangent * self.dsigma(phi, s)
+        G = q.T @ s
+        g_alpha = -(cotangent * phi).sum(0) * torch.sigmoid(self.alpha_raw)
+        return 0.5 * (G + G.T), q.T @ u, q.sum(0), g_alpha
 
     def jacobian_diagonal(self, phi: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
         """``df_i/dphi_i`` (analytic; used by e-prop)."""
@@ -316,6 +366,11 @@ class RateEchoCell(ForceCell):
 
     def force(self, phi: torch.Tensor, u: torch.Tensor) -> torch.Tensor:  # noqa: D102
         return -self.alpha * phi + self.sigma(phi) @ self.W.T + u @ self.B.T + self.b
+
+    def force_jvp(self, phi: torch.Tensor, u: torch.Tensor, tangent: torch.Tensor) -> torch.Tensor:
+        """Analytic ``(df/dphi) v = -alpha v + (sigma'(phi) v) W^T``."""
+        d = self.dsigma(phi, self.sigma(phi))
+        return -self.alpha * tangent + (d * tangent) @ self.W.T
 
     def jacobian(self, phi: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
         """Analytic ``J[b, i, j] = -alpha_i delta_ij + W_ij sigma'(phi_j)``."""

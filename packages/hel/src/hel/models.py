@@ -60,7 +60,8 @@ class EchoRNN(nn.Module):
 
         Raises:
             TypeError: If ``x`` is not a floating tensor.
-            ValueError: On a wrong rank, feature size, ``T == 0`` or non-finite values.
+            ValueError: On a wrong rank, feature size, an empty batch, ``T == 0`` or
+                non-finite values.
         """
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
@@ -70,6 +71,8 @@ class EchoRNN(nn.Module):
             raise ValueError(
                 f"x has {x.shape[2]} features but the cell's input_size is {self.cell.input_size}"
             )
+        if x.shape[0] == 0:
+            raise ValueError("x is an empty batch (batch size 0); need at least one sequence")
         if x.shape[1] == 0:
             raise ValueError("x has T = 0 time steps; need T >= 1")
         if x.dtype in (torch.float16, torch.bfloat16):

@@ -1,12 +1,13 @@
 """Print NoAdapt accuracy per corruption and severity (how the severity table was set).
 
-python bench/calibrate.py      # from packages/eva0; trains the 30-epoch source ViT first
+python bench/calibrate.py      # from packages/eva0; trains the 30-epoch source timm ViT first
 """
 
 from __future__ import annotations
 
 import torch
-from tasks import accuracy, digits16, stream, train_vit
+import zoo
+from tasks import accuracy, digits16, stream
 
 import methodkit
 from eva0.corruptions import NAMES
@@ -16,7 +17,7 @@ def main() -> None:
     torch.set_num_threads(1)
     methodkit.seed_everything(0)
     Xtr, ytr, Xte, yte = digits16()
-    model = train_vit(Xtr, ytr, 30)
+    model = zoo.trained("vit", Xtr, ytr, zoo.EPOCHS["vit"])
     print(f"clean {accuracy(model, Xte, yte):.3f}")
     for c in NAMES:
         accs = []

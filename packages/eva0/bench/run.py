@@ -1,10 +1,13 @@
-"""EVA-0 digits-C reproduction: a tiny ViT on corrupted sklearn digits, all TTA methods.
+"""EVA-0 digits-C reproduction: a timm ViT trained on sklearn digits, corrupted test streams.
 
     python bench/run.py --threads 1            # full (3 seeds), from packages/eva0
     python bench/run.py --quick --seeds 0      # smoke run (claims are not the full verdicts)
 
-Writes the ``digits_c`` record (JSON + PNG) and ``digits_c_curve.png``. The severity table
-of ``eva0.corruptions`` was calibrated with ``python bench/calibrate.py``.
+``digits_c``: every method tuned on held-out motion-blur streams (bench/tuning.py), then run
+on the 8 test corruptions at severities 5 (full streams) and 3 (half streams).
+``default_safety``: EVA-0 at its library defaults vs NoAdapt on every bundled corruption, for
+a ViT/LayerNorm, a CNN/BatchNorm and a CNN/GroupNorm (bench/safety.py, bench/zoo.py).
+The severity table of ``eva0.corruptions`` was calibrated with ``python bench/calibrate.py``.
 """
 
 from __future__ import annotations
@@ -13,10 +16,12 @@ import argparse
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import torch
+import zoo
+from evaluate import evaluate, result_rows, sev_mean
+from safety import safety_plot, safety_table
 from tasks import (
     MEMORY_METHODS,
     METHODS,
@@ -25,14 +30,13 @@ from tasks import (
     accuracy,
     curve_plot,
     digits16,
-    make_method,
     memory_job,
     stream,
-    train_vit,
 )
+from tuning import HELD_OUT, tune
 
 import methodkit
-from eva0 import adapt_stream
+from eva0.corruptions import NAMES
 from methodkit.bench import Claim, Outcome, ResultRow, check, compare, peak_memory, run_suite
 
 PACKAGE = "eva0"
@@ -42,12 +46,13 @@ def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def _peak_memory(state: dict, src: torch.Tensor, batches: list) -> dict[str, float]:
-    """Peak MiB of each method on 6 batches, each in a fresh spawned process."""
+def _peak_memory(state: dict, src: torch.Tensor, batches: list, cfg: dict) -> dict[str, float]:
+    """Peak MiB of each method (tuned configuration) on 6 batches, in fresh spawned processes."""
     mem = {}
     with tempfile.TemporaryDirectory() as tmp:
         path = str(Path(tmp) / "state.pt")
-        torch.save({"state": state, "src": src, "batches": [x for x, _ in batches[:6]]}, path)
+        blob = {"state": state, "src": src, "batches": [x for x, _ in batches[:6]], "cfg": cfg}
+        torch.save(blob, path)
         for m in MEMORY_METHODS:
             mem[m] = peak_memory(memory_job, args=(path, m)) / 2**20
             _log(f"[memory] {m}: {mem[m]:.2f} MiB")
@@ -109,111 +114,142 @@ def _claims(
     return claims
 
 
-def _config(epochs: int, clean: float, corruptions: list[str], quick: bool) -> dict:
+SCALE = {
+    "severity 5": "full test streams (38 batches of 16)",
+    "severity 3": "first 19 batches of each stream (factor 0.5)",
+    "tuning": "held-out motion_blur, severities 3 and 5, first 19 batches (factor 0.5), seed 0",
+    "grids": "EVA-0 24 configs, ZOShared 6, FOA 4, Tent 3, DeYO 3 (bench/tuning.py)",
+}
+
+
+def _config(epochs: int, clean: float, best: dict, quick: bool) -> dict:
     return {
         "data": "sklearn digits 8x8 -> 16x16 bilinear, 1200 train / 597 test (seed 0); "
-        "test corruptions at severity 5 (eva0.corruptions table), corruption rng 1234, "
+        "test corruptions at severities 5 and 3 (eva0.corruptions table), corruption rng 1234, "
         "stream shuffled with seed 0, batch 16, reset between corruptions",
-        "model": "TinyViT (timm VisionTransformer layout) img 16, patch 4, dim 64, depth 4, "
-        f"heads 4, mlp 2; AdamW lr 3e-3 wd 0.05, one-cycle, {epochs} epochs",
+        "model": "timm VisionTransformer img 16, patch 4, dim 64, depth 4, heads 4, mlp 2, "
+        f"trained from scratch: AdamW lr 3e-3 wd 0.05, one-cycle, {epochs} epochs",
         "clean_test_accuracy": clean,
-        "corruptions": corruptions,
-        "methods": {
-            "Tent": "SGD lr 1e-3 momentum 0.9 on LayerNorm affines",
-            "DeYO": "as Tent; ent_margin 0.5 ln 10, PLPD > 0.2, 4x4 patch shuffle",
-            "FOA": "3 prompts, popsize 4 + 3 ln 192 = 19 (+1 incumbent), lambda 0.4, "
-            "sigma0 1, built-in CMA-ES, activation shift; source stats on 256 train images",
-            "ZOShared": "shared direction, entropy, no anchor, eps 0.02, lr 0.05",
-            "EVA-0": "eps 0.02, lr 0.05, anchor source, lambda 0.1, scale-invariant entropy, "
-            "per-sample Gaussian directions on LayerNorm affines",
-        },
-        "timing": "ms per sample = stream wall-clock / samples, median over seeds, 1 thread",
+        "corruptions": TEST_CORRUPTIONS,
+        "tuned_configs": best,
+        "eva0_defaults": "EVA0(model): eps 0.05, lr 0.01, max_step 0.01, anchor 0.1, guard 0.05",
+        "foa": "3 prompts, popsize 4 + 3 ln 192 = 19 (+1 incumbent) or 2 (+1) for "
+        "'FOA (3 passes)', built-in CMA-ES, activation shift; source stats on 256 train images",
+        "scale": SCALE,
+        "timing": "ms per sample = severity-5 stream wall-clock / samples, median over seeds",
         "memory": "methodkit.bench.peak_memory (spawned process, RSS above torch import), "
-        "6 batches",
+        "6 batches, weights in the identical eva0.models.TinyViT (timm import not counted)",
         "quick": quick,
-        "quick_note": "quick: 6 epochs, 2 corruptions x 6 batches, 4 methods" if quick else "",
+        "quick_note": "quick: 1 epoch, 1 corruption x 4 batches, severity 5, first grid "
+        "point only, 5 methods"
+        if quick
+        else "",
     }
 
 
 def digits_c(args: argparse.Namespace) -> Outcome:
-    """All methods on the 8 severity-5 corruption streams, every seed; memory in full runs."""
+    """Every method tuned on held-out streams, then on the test corruption streams."""
     seeds, quick = list(args.seeds), args.quick
     methodkit.seed_everything(seeds[0])
     Xtr, ytr, Xte, yte = digits16()
-    epochs = 6 if quick else 30
-    t0 = time.perf_counter()
-    model = train_vit(Xtr, ytr, epochs)
+    epochs = 1 if quick else zoo.EPOCHS["vit"]
+    model = zoo.trained("vit", Xtr, ytr, epochs)
     clean = accuracy(model, Xte, yte)
-    _log(f"[train] {epochs} epochs, clean test acc {clean:.4f} ({time.perf_counter() - t0:.0f}s)")
-    src = Xtr[:256]
-    corruptions = TEST_CORRUPTIONS[:2] if quick else TEST_CORRUPTIONS
+    _log(f"[train] vit {epochs} epochs, clean test acc {clean:.4f}")
+    src, state = Xtr[:256], {k: v.clone() for k, v in model.state_dict().items()}
+    n_tune = 2 if quick else 19
+    held = [stream(Xte, yte, HELD_OUT, s)[:n_tune] for s in (3, 5)]
+    best, _ = tune(model, state, src, held, quick)
+    _log(f"[tune] {best}")
+    cells = [(c, 5) for c in TEST_CORRUPTIONS] + [(c, 3) for c in TEST_CORRUPTIONS]
+    cells = cells[:1] if quick else cells
+    limit = {5: 4 if quick else None, 3: 19}
+    streams = {(c, s): stream(Xte, yte, c, s)[: limit[s]] for c, s in cells}
     methods = QUICK_METHODS if quick else METHODS
-    streams = {c: stream(Xte, yte, c)[: 6 if quick else None] for c in corruptions}
-    state = {k: v.clone() for k, v in model.state_dict().items()}
-    acc = {m: {c: [] for c in corruptions} for m in methods}
-    sec_per_sample: dict[str, list[float]] = {m: [] for m in methods}
-    calls: dict[str, list[float]] = {m: [] for m in methods}
-    curves: dict[str, list[float]] = {}
-    for seed in seeds:
-        for m in methods:
-            total_s, total_n, total_calls, total_batches = 0.0, 0, 0, 0
-            for c, batches in streams.items():
-                model.load_state_dict(state)
-                method = make_method(m, model, seed, src)
-                torch.manual_seed(seed)
-                res = adapt_stream(method, batches)
-                acc[m][c].append(res["accuracy"])
-                total_s += res["seconds"]
-                total_n += res["n"]
-                total_calls += res["forward_passes"]
-                total_batches += len(batches)
-                if seed == seeds[0] and c == corruptions[0]:
-                    curves[m] = res["per_batch"]
-            sec_per_sample[m].append(total_s / total_n)
-            calls[m].append(total_calls / total_batches)
-            mean_acc = sum(acc[m][c][-1] for c in corruptions) / len(corruptions)
-            _log(
-                f"[seed {seed}] {m:24s} mean acc {mean_acc:.4f}  "
-                f"{1e3 * total_s / total_n:.3f} ms/sample"
-            )
-        model.load_state_dict(state)
-    mem = {} if quick else _peak_memory(state, src, streams[corruptions[0]])
-
-    mean_acc = {
-        m: [sum(acc[m][c][i] for c in corruptions) / len(corruptions) for i in range(len(seeds))]
-        for m in methods
-    }
-    results = [ResultRow.from_values(m, "mean_accuracy", mean_acc[m], True) for m in methods]
-    results += [
-        ResultRow.from_values(m, f"acc_{c}", acc[m][c], True) for c in corruptions for m in methods
-    ]
-    results += [ResultRow.from_values(m, "model_calls_per_batch", calls[m], False) for m in methods]
-    results += [
-        ResultRow.from_values(
-            m, "ms_per_sample", [statistics.median(1e3 * s for s in sec_per_sample[m])], False
-        )
-        for m in methods
-    ]
-    results += [ResultRow.from_values(m, "peak_memory_mib", [v], False) for m, v in mem.items()]
+    acc, sps, calls, curves = evaluate(model, src, streams, methods, seeds, best)
+    mem = {} if quick else _peak_memory(state, src, streams[cells[0]], best)
+    rows = result_rows(acc, sps, calls, mem, seeds)
     claims = _claims(
-        mu={m: statistics.fmean(v) for m, v in mean_acc.items()},
-        med={m: statistics.median(v) for m, v in sec_per_sample.items()},
+        mu={m: statistics.fmean(sev_mean(acc[m], 5, i) for i in range(len(seeds))) for m in acc},
+        med={m: statistics.median(v) for m, v in sps.items()},
         cpb={m: statistics.fmean(v) for m, v in calls.items()},
         mem=mem,
-        noadapt={c: statistics.fmean(acc["NoAdapt"][c]) for c in corruptions},
+        noadapt={c: statistics.fmean(v) for (c, s), v in acc["NoAdapt"].items() if s == 5},
     )
     return Outcome(
-        config=_config(epochs, clean, corruptions, quick),
-        results=results,
+        config=_config(epochs, clean, best, quick),
+        results=rows,
         claims=claims,
         plot_metrics=["mean_accuracy"],
         units={"mean_accuracy": "fraction"},
-        extra_plots={"curve": lambda _rec, path: curve_plot(curves, corruptions[0], path)},
+        extra_plots={"curve": lambda _rec, path: curve_plot(curves, cells[0][0], path)},
+    )
+
+
+def default_safety(args: argparse.Namespace) -> Outcome:
+    """EVA-0 at its defaults vs NoAdapt: every model kind, bundled corruption, severity 3 and 5."""
+    seeds, quick = list(args.seeds), args.quick
+    methodkit.seed_everything(seeds[0])
+    Xtr, ytr, Xte, yte = digits16()
+    corruptions = NAMES[:1] if quick else list(NAMES)
+    tables, rows, clean = {}, [], {}
+    epochs = {k: 1 if quick else zoo.EPOCHS[k] for k in zoo.KINDS}
+    for kind in zoo.KINDS:
+        model = zoo.trained(kind, Xtr, ytr, epochs[kind])
+        clean[kind] = accuracy(model, Xte, yte)
+        deltas, base = safety_table(model, Xte, yte, corruptions, seeds, 3 if quick else None)
+        tables[kind] = deltas
+        per_seed = [statistics.fmean(v[i] for v in deltas.values()) for i in range(len(seeds))]
+        rows.append(ResultRow.from_values(kind, "mean_delta_points", per_seed, True))
+        cell_means = [statistics.fmean(v) for v in deltas.values()]
+        rows.append(ResultRow.from_values(kind, "worst_delta_points", [min(cell_means)], True))
+        rows += [
+            ResultRow.from_values(kind, f"delta_{c}_s{s}", v, True) for (c, s), v in deltas.items()
+        ]
+        rows += [
+            ResultRow.from_values(kind, f"noadapt_{c}_s{s}", [b], True)
+            for (c, s), b in base.items()
+        ]
+        _log(
+            f"[safety] {kind}: worst mean delta {min(map(statistics.fmean, deltas.values())):+.2f}"
+        )
+    worst = {k: min(t.items(), key=lambda kv: statistics.fmean(kv[1])) for k, t in tables.items()}
+    lowest = min(statistics.fmean(v) for _, v in worst.values())
+    text = ", ".join(
+        f"{k} {statistics.fmean(v):+.2f} ({c} s{s})" for k, ((c, s), v) in worst.items()
+    )
+    claim = compare(
+        "EVA-0 at its defaults is never more than 0.5 points below NoAdapt (mean over seeds) on "
+        "any bundled corruption, severity 3 or 5, for ViT/LN, CNN/BN and CNN/GN",
+        lowest,
+        ">=",
+        -0.5,
+        measured=f"worst cell per kind: {text}",
+    )
+    return Outcome(
+        config={
+            "kinds": zoo.__doc__.split("\n\n")[1],
+            "epochs": {
+                k: 1 if quick and k != "vit" else 3 if quick else zoo.EPOCHS[k] for k in zoo.KINDS
+            },
+            "clean_test_accuracy": clean,
+            "corruptions": corruptions,
+            "severities": [3, 5],
+            "defaults": "EVA0(model, seed=s): eps 0.05, lr 0.01, "
+            "max_step 0.01, anchor_weight 0.1, guard 0.05",
+            "streams": "full test streams (38 batches of 16)" if not quick else "3 batches",
+            "quick": quick,
+        },
+        results=rows,
+        claims=[claim],
+        plot_metrics=["mean_delta_points", "worst_delta_points"],
+        units={"mean_delta_points": "points", "worst_delta_points": "points"},
+        extra_plots={"table": lambda _rec, path: safety_plot(tables, path)},
     )
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_suite(PACKAGE, {"digits_c": digits_c}, argv)
+    return run_suite(PACKAGE, {"digits_c": digits_c, "default_safety": default_safety}, argv)
 
 
 if __name__ == "__main__":

@@ -1,18 +1,18 @@
-"""Helpers of the digits-C benchmark (bench/run.py): data, source model, streams, methods.
+"""Helpers of the digits-C benchmark (bench/run.py): data, streams, methods, plots.
 
 Script helpers, not part of the wheel.
 """
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+from zoo import timm_to_tiny_state
 
-from eva0 import EVA0
+from eva0 import EVA0, adapt_stream
 from eva0.baselines import FOA, DeYO, NoAdapt, Tent, ZOShared
 from eva0.corruptions import corrupt
 from eva0.models import tiny_vit
@@ -35,13 +35,26 @@ METHODS = [
     "Tent",
     "DeYO",
     "FOA",
+    "FOA (3 passes)",
     "ZOShared",
     "EVA-0",
+    "EVA-0 (defaults)",
     "EVA-0 (plain entropy)",
     "EVA-0 (no anchor)",
 ]
-QUICK_METHODS = ["NoAdapt", "Tent", "FOA", "EVA-0"]
+QUICK_METHODS = ["NoAdapt", "Tent", "FOA", "EVA-0", "EVA-0 (defaults)"]
 MEMORY_METHODS = ["NoAdapt", "Tent", "FOA", "EVA-0"]
+#: Which tuned configuration each method uses (variants share their parent's).
+TUNED_AS = {
+    "Tent": "Tent",
+    "DeYO": "DeYO",
+    "FOA": "FOA",
+    "FOA (3 passes)": "FOA",
+    "ZOShared": "ZOShared",
+    "EVA-0": "EVA-0",
+    "EVA-0 (plain entropy)": "EVA-0",
+    "EVA-0 (no anchor)": "EVA-0",
+}
 
 
 def digits16() -> tuple[Any, Any, Any, Any]:
@@ -54,32 +67,6 @@ def digits16() -> tuple[Any, Any, Any, Any]:
     ).clamp(0, 1)
     tr, te = perm[:1200], perm[1200:]
     return X16[tr], torch.as_tensor(y[tr]), X16[te], torch.as_tensor(y[te])
-
-
-def train_vit(Xtr: Any, ytr: Any, epochs: int, seed: int = 0) -> Any:
-    """Train the source TinyViT; afterwards only its norm affines require grad."""
-    gen = generator(seed)
-    model = tiny_vit(16, 4, 1, 10, generator=gen)
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.05)
-    steps = epochs * math.ceil(len(ytr) / 64)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=3e-3, total_steps=steps)
-    model.train()
-    for _ in range(epochs):
-        perm = torch.randperm(len(ytr), generator=gen)
-        for i in range(0, len(ytr), 64):
-            idx = perm[i : i + 64]
-            loss = torch.nn.functional.cross_entropy(model(Xtr[idx]), ytr[idx])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            sched.step()
-    model.eval()
-    for p in model.parameters():
-        p.requires_grad_(False)
-    for n, p in model.named_parameters():  # only the norm affines are adapted by BP baselines
-        if "norm" in n:
-            p.requires_grad_(True)
-    return model
 
 
 def accuracy(model: Any, X: Any, y: Any) -> float:
@@ -95,37 +82,58 @@ def stream(Xte: Any, yte: Any, name: str, severity: int = 5) -> list[tuple[Any, 
     return [(Xc[i : i + BATCH], yc[i : i + BATCH]) for i in range(0, len(yc), BATCH)]
 
 
-def make_method(name: str, model: Any, seed: int, src_images: Any) -> Any:
-    """One of :data:`METHODS` around ``model`` at the benchmark's settings."""
+def make_method(name: str, model: Any, seed: int, src_images: Any, cfg: dict | None = None) -> Any:
+    """One of :data:`METHODS` around ``model``; ``cfg`` is the method's tuned configuration."""
+    cfg = dict(cfg or {})
     if name == "NoAdapt":
         return NoAdapt(model)
     if name == "Tent":
-        return Tent(model, lr=1e-3, momentum=0.9)
+        return Tent(model, momentum=0.9, **({"lr": 1e-3} | cfg))
     if name == "DeYO":
-        return DeYO(model, lr=1e-3, momentum=0.9, seed=seed)
-    if name == "FOA":
-        return FOA(model, src_images, n_prompts=3, seed=seed)
+        return DeYO(model, momentum=0.9, seed=seed, **({"lr": 1e-3} | cfg))
+    if name in ("FOA", "FOA (3 passes)"):
+        if name == "FOA (3 passes)":  # about EVA-0's budget: 2 candidates + the incumbent
+            cfg["popsize"] = 2
+        return FOA(model, src_images, n_prompts=3, seed=seed, **cfg)
     if name == "ZOShared":
-        return ZOShared(model, eps=0.02, lr=0.05, seed=seed)
-    if name == "EVA-0":
+        return ZOShared(model, seed=seed, **cfg)
+    if name == "EVA-0 (defaults)":
         return EVA0(model, seed=seed)
+    if name == "EVA-0":
+        return EVA0(model, seed=seed, **cfg)
     if name == "EVA-0 (plain entropy)":
-        return EVA0(model, loss="entropy", seed=seed)
+        return EVA0(model, seed=seed, **(cfg | {"loss": "entropy"}))
     if name == "EVA-0 (no anchor)":
-        return EVA0(model, anchor_weight=0.0, seed=seed)
+        return EVA0(model, seed=seed, **(cfg | {"anchor_weight": 0.0}))
     raise ValueError(name)
 
 
+def run_stream(
+    name: str, model: Any, state: dict, seed: int, src: Any, batches: list, cfg: dict | None = None
+) -> dict:
+    """Reset ``model`` to ``state``, build the method and score it on ``batches``."""
+    model.load_state_dict(state)
+    method = make_method(name, model, seed, src, cfg)
+    torch.manual_seed(seed)
+    out = adapt_stream(method, batches)
+    model.load_state_dict(state)
+    return out
+
+
 def memory_job(state_path: str, method: str) -> None:
-    """Run one method on 6 batches of a fresh model (module level: picklable for spawn)."""
+    """Run one method on 6 batches of a fresh model (module level: picklable for spawn).
+
+    The trained timm ViT's weights are loaded into the identical :class:`eva0.models.TinyViT`
+    so that importing timm is not counted as the method's memory.
+    """
     torch.set_num_threads(1)
     blob = torch.load(state_path)
     model = tiny_vit(16, 4, 1, 10)
-    model.load_state_dict(blob["state"])
+    model.load_state_dict(timm_to_tiny_state(blob["state"]))
     model.eval()
     for n, p in model.named_parameters():
         p.requires_grad_("norm" in n)
-    m = make_method(method, model, 0, blob["src"])
+    m = make_method(method, model, 0, blob["src"], blob["cfg"].get(TUNED_AS.get(method, "")))
     for x in blob["batches"]:
         m(x)
 
@@ -142,8 +150,17 @@ def curve_plot(curves: dict[str, list[float]], corruption: str, path: Path) -> N
         ax.plot(np.cumsum(v) / np.arange(1, len(v) + 1), label=m)
     ax.set_xlabel("batch (16 samples)")
     ax.set_ylabel("running accuracy (fraction)")
-    ax.set_title(f"{corruption}, severity 5, first seed")
+    ax.set_title(f"{corruption}, severity 5, first seed (tuned configurations)")
     ax.legend(fontsize=6)
     fig.tight_layout()
     fig.savefig(path, dpi=150)
     plt.close(fig)
+
+
+def win_tie_loss(ours: dict, theirs: dict, margin: float = 0.005) -> tuple[int, int, int]:
+    """Cells (corruption, severity) where ``ours`` is ahead by > margin, within, or behind.
+
+    ``ours`` and ``theirs`` map a cell to its mean accuracy over seeds.
+    """
+    d = [ours[c] - theirs[c] for c in ours]
+    return sum(v > margin for v in d), sum(abs(v) <= margin for v in d), sum(v < -margin for v in d)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from eva0.guard import CollapseGuard
 from eva0.losses import entropy, scale_invariant_entropy
 from eva0.outputs import as_logits
 from eva0.perturb import NORM_TYPES, PerSampleNorm, per_sample_call
@@ -20,6 +21,9 @@ __all__ = ["EVA0", "EVA0Stats"]
 ParamSpec = str | Sequence[str] | Callable[[str, nn.Module, nn.Parameter], bool]
 LossSpec = str | Callable[[torch.Tensor], torch.Tensor]
 
+#: Default tolerance of the collapse guard (units of ln C); see :class:`eva0.guard.CollapseGuard`.
+GUARD_TOLERANCE = 0.05
+
 
 @dataclass
 class EVA0Stats:
@@ -29,7 +33,10 @@ class EVA0Stats:
         forward_passes: Model calls made so far (2 per batch).
         batches: Batches seen.
         updates: Batches that produced a parameter update.
-        skipped: Batches whose update was skipped (non-finite logits or all samples filtered).
+        skipped: Batches whose update was skipped (non-finite logits, all samples filtered,
+            a guard reset, or the guard has stopped adaptation).
+        resets: Times the guard reset theta to the anchor.
+        frozen: Whether the guard has stopped adaptation for this stream.
         last_loss: Mean loss of the last batch over both passes (NaN before the first).
         drift: ``||theta - theta_0||_2`` after the last batch.
     """
@@ -38,6 +45,8 @@ class EVA0Stats:
     batches: int = 0
     updates: int = 0
     skipped: int = 0
+    resets: int = 0
+    frozen: bool = False
     last_loss: float = math.nan
     drift: float = 0.0
 
@@ -121,6 +130,10 @@ class EVA0(nn.Module):
             (filter times exp(0.4 ln C - H(p_i))).
         tau: Norm of the scale-invariant loss; ``None``: the mean logit norm of the first batch.
         max_step: Clip ``||lr * g||_2`` to this value (``None``: no clipping).
+        guard: Tolerance (units of ln C) of the label-free :class:`eva0.guard.CollapseGuard`:
+            theta goes back to the anchor when the running marginal prediction entropy falls,
+            or the running loss rises, by more than ``guard * ln C`` from its first-batches
+            value; after 2 resets adaptation stops for the stream. ``None`` disables it.
         seed: Seed of the direction streams (``seed_t = zo.derive_seed(seed, t)``).
 
     Raises:
@@ -136,7 +149,7 @@ class EVA0(nn.Module):
         >>> from eva0 import EVA0
         >>> net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.LayerNorm(8),
         ...                           torch.nn.Linear(8, 3))
-        >>> adapted = EVA0(net, eps=0.02, lr=0.05)
+        >>> adapted = EVA0(net)  # the safe defaults (README: how they were chosen)
         >>> logp = adapted(torch.randn(16, 4))   # 2 forward passes, one update
         >>> logp.shape, adapted.stats.forward_passes
         (torch.Size([16, 3]), 2)
@@ -147,8 +160,8 @@ class EVA0(nn.Module):
         model: nn.Module,
         *,
         params: ParamSpec = "norm",
-        eps: float = 0.02,
-        lr: float = 0.05,
+        eps: float = 0.05,
+        lr: float = 0.01,
         anchor: str = "source",
         anchor_weight: float = 0.1,
         anchor_momentum: float = 1e-3,
@@ -157,7 +170,8 @@ class EVA0(nn.Module):
         loss: LossSpec = "scale_invariant_entropy",
         weighting: str | None = None,
         tau: float | None = None,
-        max_step: float | None = None,
+        max_step: float | None = 0.01,
+        guard: float | None = GUARD_TOLERANCE,
         seed: int = 0,
     ) -> None:
         super().__init__()
@@ -188,6 +202,7 @@ class EVA0(nn.Module):
             raise ValueError(f"tau must be > 0, got {tau}")
         if max_step is not None and not max_step > 0:
             raise ValueError(f"max_step must be > 0, got {max_step}")
+        self.guard = None if guard is None else CollapseGuard(guard)
         zo.derive_seed(seed)  # validates the seed (int >= 0)
         self.model = model
         self.eps, self.lr = float(eps), float(lr)
@@ -240,6 +255,8 @@ class EVA0(nn.Module):
         self.t = 0
         self.mode = self._initial_mode(self.per_sample)
         self.stats = EVA0Stats()
+        if self.guard is not None:
+            self.guard.reset()
 
     # ------------------------------------------------------------------ pieces
     def directions(self, batch: int) -> list[torch.Tensor]:
@@ -351,6 +368,9 @@ class EVA0(nn.Module):
             self.tau = max(float(norms.mean()), 1e-6)
         l_plus, l_minus = self._losses(f_plus), self._losses(f_minus)
         self.stats.last_loss = float(0.5 * (l_plus.mean() + l_minus.mean()))
+        if self._guard_says_stop(p_bar):
+            self._skip()
+            return out
         w = self._weights(p_bar)
         if float(w.sum()) <= 0:
             self._skip()
@@ -361,6 +381,20 @@ class EVA0(nn.Module):
         self.t += 1
         self.stats.drift = self.drift()
         return out
+
+    def _guard_says_stop(self, p_bar: torch.Tensor) -> bool:
+        """Let the guard see the batch; on a trigger put theta back to the anchor."""
+        if self.guard is None:
+            return False
+        if self.guard.frozen:
+            return True
+        if not self.guard.observe(p_bar, self.stats.last_loss):
+            return False
+        for p, a in zip(self.params, self.anchor_values, strict=True):
+            p.copy_(a)
+        self.stats.resets = self.guard.resets
+        self.stats.frozen = self.guard.frozen
+        return True
 
     def _skip(self) -> None:
         self.stats.skipped += 1

@@ -44,18 +44,28 @@ def build_model(tok: Any, n_layer: int, n_embd: int, n_head: int, seed: int = 0)
         return transformers.GPT2LMHeadModel(cfg)
 
 
-def sft(model: Any, tok: Any, rows: list, steps: int, batch: int, lr: float) -> list[float]:
-    opt = torch.optim.AdamW(model.parameters(), lr=lr)
+def sft(
+    model: Any,
+    tok: Any,
+    rows: list,
+    steps: int,
+    batch: int,
+    lr: float,
+    opt: Any = None,
+    start: int = 0,
+) -> tuple[list[float], Any]:
+    """``steps`` AdamW steps on prompt+target (loss on the target only); resumable via ``opt``."""
+    opt = opt or torch.optim.AdamW(model.parameters(), lr=lr)
     losses = []
     model.train()
     tok.padding_side = "right"
-    for step in range(steps):
+    for step in range(start, start + steps):
         chunk = [rows[(step * batch + i) % len(rows)] for i in range(batch)]
         enc = tok([r["prompt"] + r["target"] for r in chunk], return_tensors="pt", padding=True)
         labels = enc["input_ids"].clone()
         labels[enc["attention_mask"] == 0] = -100
         for i, r in enumerate(chunk):
-            labels[i, : len(tok(r["prompt"])["input_ids"])] = -100
+            labels[i, : len(r["prompt"])] = -100  # CharTokenizer: one token per character
         loss = model(**enc, labels=labels).loss
         opt.zero_grad()
         loss.backward()
@@ -63,7 +73,30 @@ def sft(model: Any, tok: Any, rows: list, steps: int, batch: int, lr: float) -> 
         losses.append(float(loss.detach()))
     tok.padding_side = "left"
     model.eval()
-    return losses
+    return losses, opt
+
+
+def sft_to_band(model: Any, tok: Any, rows: list, test: list, cfg: dict) -> dict:
+    """SFT in chunks until greedy ``rl_test`` accuracy reaches the spec's 20 % floor.
+
+    The spec fixes the SFT budget so that the start lies in 20-60 %; this picks it: after each
+    chunk of ``sft_chunk`` steps the accuracy on ``test`` is measured, and SFT stops at the
+    first chunk at or above ``band[0]`` or at ``sft_max_steps`` / ``sft_max_seconds``.
+    """
+    opt, steps, losses, trace = None, 0, [], []
+    t0 = time.perf_counter()
+    while steps < cfg["sft_max_steps"] and time.perf_counter() - t0 < cfg["sft_max_seconds"]:
+        new, opt = sft(
+            model, tok, rows, cfg["sft_chunk"], cfg["sft_batch"], cfg["sft_lr"], opt, steps
+        )
+        steps += cfg["sft_chunk"]
+        losses += new
+        acc = accuracy(model, tok, test, cfg["max_new_tokens"])
+        trace.append((steps, acc))
+        log(f"  SFT {steps} steps: loss {new[-1]:.3f}, acc rl_test {acc:.3f}")
+        if acc >= cfg["band"][0]:
+            break
+    return {"steps": steps, "losses": losses, "trace": trace, "seconds": time.perf_counter() - t0}
 
 
 def accuracy(model: Any, tok: Any, rows: list, max_new: int, bs: int = 100) -> float:

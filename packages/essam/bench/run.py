@@ -1,7 +1,9 @@
-"""Arithmetic word-problem RL benchmark: SFT, then ES / ESSAM / accelerated ESSAM / MinimalGRPO
-at equal rollouts, plus peak training-step memory (ESSAM vs GRPO vs pure inference).
+"""ESSAM benchmarks: the toy arithmetic RL world (SFT, then ES / ESSAM / accelerated ESSAM /
+MinimalGRPO at equal rollouts), peak training-step memory, the 2-D flatness diagnostic and
+SmolLM2-135M-Instruct on few-shot sums at equal wall time.
 
-    python bench/run.py [--quick] [--seeds 0 1 2] [--threads 1] [--only arith_rl peak_memory]
+    python bench/run.py [--quick] [--seeds 0 1 2] [--threads 1]
+                        [--only arith_rl peak_memory flatness smollm2_rl]
 """
 
 from __future__ import annotations
@@ -9,11 +11,12 @@ from __future__ import annotations
 import argparse
 import copy
 import sys
-import time
 
 import arith
+import flatness
 import memory_steps
 import numpy as np
+import smollm2_bench
 
 from essam.tasks import arithmetic as ar
 from methodkit import seed_everything
@@ -22,7 +25,10 @@ from methodkit.bench import Outcome, ResultRow, check, compare, run_suite
 PACKAGE = "essam"
 FULL = {
     "model": {"n_layer": 2, "n_embd": 96, "n_head": 4},
-    "sft_steps": 600,
+    "sft_chunk": 300,  # SFT until rl_test accuracy reaches the 20 % floor of the spec's band
+    "sft_max_steps": 3000,
+    "sft_max_seconds": 240,
+    "band": [0.2, 0.6],
     "sft_batch": 64,
     "sft_lr": 3e-3,
     "n_eval": 200,
@@ -40,7 +46,9 @@ FULL = {
 QUICK = {
     **FULL,
     "model": {"n_layer": 1, "n_embd": 32, "n_head": 2},
-    "sft_steps": 20,
+    "sft_chunk": 10,
+    "sft_max_steps": 20,
+    "sft_max_seconds": 10,
     "sft_batch": 16,
     "n_eval": 16,
     "population": 4,
@@ -142,17 +150,11 @@ def arith_rl(args: argparse.Namespace) -> Outcome:
     }
     base = arith.build_model(tok, **cfg["model"])
     n_params = sum(p.numel() for p in base.parameters())
-    t0 = time.perf_counter()
-    losses = arith.sft(base, tok, sft_rows, cfg["sft_steps"], cfg["sft_batch"], cfg["sft_lr"])
-    sft_s = time.perf_counter() - t0
-    mx = cfg["max_new_tokens"]
-    acc_sft = (
-        arith.accuracy(base, tok, data["test"], mx),
-        arith.accuracy(base, tok, data["ood"], mx),
-    )
+    fit = arith.sft_to_band(base, tok, sft_rows, data["test"], cfg)
+    acc_sft = (fit["trace"][-1][1], arith.accuracy(base, tok, data["ood"], cfg["max_new_tokens"]))
     arith.log(
-        f"SFT: {n_params} params, {cfg['sft_steps']} steps in {sft_s:.0f}s, final loss "
-        f"{losses[-1]:.3f}, acc rl_test {acc_sft[0]:.3f} ood {acc_sft[1]:.3f}"
+        f"SFT: {n_params} params, {fit['steps']} steps in {fit['seconds']:.0f}s, final loss "
+        f"{fit['losses'][-1]:.3f}, acc rl_test {acc_sft[0]:.3f} ood {acc_sft[1]:.3f}"
     )
     sigma = arith.calibrate_sigma(base, tok, data["train"][: cfg["prompts_per_iter"]], cfg)
     arith.log(f"sigma = {sigma:g}")
@@ -169,8 +171,11 @@ def arith_rl(args: argparse.Namespace) -> Outcome:
         {
             "n_params": n_params,
             "sigma_chosen": sigma,
-            "sft_seconds": sft_s,
-            "sft_final_loss": losses[-1],
+            "sft_steps": fit["steps"],
+            "sft_trace": fit["trace"],
+            "sft_in_band": cfg["band"][0] <= acc_sft[0] <= cfg["band"][1],
+            "sft_seconds": fit["seconds"],
+            "sft_final_loss": fit["losses"][-1],
             "phrasing": "compact (see README)",
             "train_reward": "partial credit",
             "accuracy": "exact match, greedy",
@@ -194,8 +199,22 @@ def peak_memory(args: argparse.Namespace) -> Outcome:
     return Outcome(config, rows, [claim], seeds=[0], units={"peak_MiB": "MiB"})
 
 
+def flatness_diagnostic(args: argparse.Namespace) -> Outcome:
+    return flatness.outcome(args.quick, args.seeds[0])
+
+
+def smollm2_rl(args: argparse.Namespace) -> Outcome:
+    return smollm2_bench.outcome(args.quick, args.seeds)
+
+
 def main(argv: list[str] | None = None) -> int:
-    return run_suite(PACKAGE, {"arith_rl": arith_rl, "peak_memory": peak_memory}, argv)
+    benches = {
+        "arith_rl": arith_rl,
+        "peak_memory": peak_memory,
+        "flatness": flatness_diagnostic,
+        "smollm2_rl": smollm2_rl,
+    }
+    return run_suite(PACKAGE, benches, argv)
 
 
 if __name__ == "__main__":

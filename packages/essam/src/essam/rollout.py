@@ -70,7 +70,9 @@ def generate(
         # transformers >= 5.2x renamed ``past_key_values`` to ``cache``; support both
         params = inspect.signature(model.forward).parameters
         cache_kw = "cache" if "cache" in params else "past_key_values"
-        out = model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True)
+        # only the last position's logits are needed: skip the LM head on the prompt
+        last = {"logits_to_keep": 1} if "logits_to_keep" in params else {}
+        out = model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, **last)
         past = getattr(out, cache_kw)
         logits = out.logits[:, -1, :]
         done = torch.zeros(ids.shape[0], dtype=torch.bool, device=device)

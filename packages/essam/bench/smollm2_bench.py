@@ -1,0 +1,336 @@
+"""ES, ESSAM, accelerated ESSAM and MinimalGRPO on SmolLM2-135M-Instruct at equal wall time.
+
+Task: four-shot single-digit sums (``essam.tasks.sums``), greedy, exact-match accuracy on the
+held-out operand pairs. Trained subset: the last ``blocks`` decoder layers and the final norm;
+the frozen layers below are replayed on ES populations (``essam.memo``), which does not change
+a completion. Memory: RSS high-water mark above the resident process (the loaded model), in
+process (``/proc/self/clear_refs``), per training step.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import time
+from typing import Any
+
+import numpy as np
+import torch
+
+from essam import ESSAM
+from essam.baselines import MinimalGRPO
+from essam.memo import memoize_frozen_layers
+from essam.rollout import generate
+from essam.tasks.sums import make_sum_prompts, sum_reward
+
+
+def load(quick: bool) -> tuple[Any, Any]:
+    from methodkit.smollm2 import load_smollm2, tiny_smollm2
+
+    return tiny_smollm2(layers=3, hidden=48) if quick else load_smollm2()
+
+
+def select_subset(model: Any, blocks: int) -> list[torch.nn.Parameter]:
+    """Freeze everything but the last ``blocks`` decoder layers and the final norm."""
+    for p in model.parameters():
+        p.requires_grad_(False)
+    trained = [*model.model.layers[-blocks:], model.model.norm]
+    params = [p for m in trained for p in m.parameters()]
+    for p in params:
+        p.requires_grad_(True)
+    return params
+
+
+def accuracy(model: Any, tok: Any, rows: list, max_new: int, bs: int = 16) -> float:
+    hits = 0.0
+    for i in range(0, len(rows), bs):
+        chunk = rows[i : i + bs]
+        comp = generate(model, tok, [r["prompt"] for r in chunk], max_new)
+        hits += sum(sum_reward(None, comp, [r["answer"] for r in chunk]))
+    return hits / len(rows)
+
+
+def _closure(model: Any, tok: Any, rows: list, max_new: int, counter: list) -> Any:
+    def closure() -> float:
+        comp = generate(model, tok, [r["prompt"] for r in rows], max_new)
+        counter[0] += len(rows)
+        return float(np.mean(sum_reward(None, comp, [r["answer"] for r in rows], partial=True)))
+
+    return closure
+
+
+def run_zo(model: Any, tok: Any, params: list, variant: str, cfg: dict, seed: int) -> dict:
+    """One ES-family run for ``cfg["seconds"]`` of wall time (the last step may overrun)."""
+    opt = ESSAM(
+        params,
+        sigma=cfg["sigma"],
+        lr=cfg["lr"],
+        rho=0.0 if variant == "es" else cfg["rho"],
+        population_size=cfg["population"],
+        variant=variant,
+        seed=seed,
+    )
+    rng = np.random.default_rng(seed)
+    train = make_sum_prompts(2000, "train", 100 + seed)
+    counter, curve, it = [0], [], 0
+    frozen = model.model.layers[: -cfg["blocks"]]
+    t0 = time.perf_counter()
+    with memoize_frozen_layers(frozen):
+        while time.perf_counter() - t0 < cfg["seconds"]:
+            rows = [train[i] for i in rng.choice(len(train), cfg["prompts"], replace=False)]
+            info = opt.step(_closure(model, tok, rows, cfg["max_new_tokens"], counter))
+            curve.append((time.perf_counter() - t0, info.mean_reward))
+            it += 1
+    return {
+        "rollouts": counter[0],
+        "seconds": time.perf_counter() - t0,
+        "iters": it,
+        "curve": curve,
+    }
+
+
+def _grpo(model: Any, tok: Any, cfg: dict, seed: int) -> MinimalGRPO:
+    g = cfg["grpo"]
+    return MinimalGRPO(
+        model,
+        tok,
+        lambda **kw: sum_reward(**kw, partial=True),
+        num_generations=g["G"],
+        learning_rate=g["lr"],
+        beta=g["beta"],
+        max_completion_length=cfg["max_new_tokens"],
+        seed=seed,
+    )
+
+
+def run_grpo(model: Any, tok: Any, cfg: dict, seed: int) -> dict:
+    trainer = _grpo(model, tok, cfg, seed)
+    rng = np.random.default_rng(seed)
+    train = make_sum_prompts(2000, "train", 100 + seed)
+    curve, it = [], 0
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < cfg["seconds"]:
+        rows = [train[i] for i in rng.choice(len(train), cfg["grpo"]["prompts"], replace=False)]
+        out = trainer.step(rows)
+        curve.append((time.perf_counter() - t0, out["reward"]))
+        it += 1
+    model.eval()
+    del trainer
+    return {
+        "rollouts": it * cfg["grpo"]["prompts"] * cfg["grpo"]["G"],
+        "seconds": time.perf_counter() - t0,
+        "iters": it,
+        "curve": curve,
+    }
+
+
+def _status_mib(key: str) -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def peak_above_resident(fn: Any) -> float:
+    """Peak RSS (MiB) of ``fn()`` above the process's resident set just before it (Linux)."""
+    with contextlib.suppress(OSError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # reset the high-water mark VmHWM to the current RSS
+    except OSError:
+        return float("nan")
+    before = _status_mib("VmRSS")
+    fn()
+    return _status_mib("VmHWM") - before
+
+
+def memory(model: Any, tok: Any, params: list, cfg: dict) -> dict[str, float]:
+    """One training step of ESSAM, pure inference and one MinimalGRPO step (in that order)."""
+    rows = make_sum_prompts(cfg["memory_batch"], "train", 7)
+    closure = _closure(model, tok, rows, cfg["max_new_tokens"], [0])
+    state = [p.detach().clone() for p in params]
+
+    def essam_step() -> None:
+        ESSAM(params, sigma=cfg["sigma"], lr=cfg["lr"], rho=cfg["rho"], population_size=2).step(
+            closure
+        )
+
+    def grpo_step() -> None:
+        trainer = _grpo(model, tok, cfg, 0)
+        trainer.step(rows[: max(1, cfg["memory_batch"] // cfg["grpo"]["G"])])
+        del trainer
+
+    out = {
+        "ESSAM": peak_above_resident(essam_step),
+        "inference": peak_above_resident(closure),
+        "GRPO": peak_above_resident(grpo_step),
+    }
+    with torch.no_grad():
+        for p, s in zip(params, state, strict=True):
+            p.copy_(s)
+    model.eval()
+    return out
+
+
+FULL = {
+    "model": "SmolLM2-135M-Instruct (methodkit.smollm2.load_smollm2, float32)",
+    "blocks": 2,
+    "task": "four-shot single-digit sums, 'Q: a + b\\nA: c' (essam.tasks.sums)",
+    "n_test": 48,
+    "prompts": 8,
+    "population": 8,
+    "sigma": 1e-3,
+    "lr": 5e-4,
+    "rho": "auto",
+    "seconds": 60,
+    "max_new_tokens": 3,
+    "grpo": {"G": 4, "prompts": 2, "lr": 1e-5, "beta": 0.04},
+    "memory_batch": 8,
+    "band": [0.2, 0.6],
+    "scale": "1 seed, 60 s of training per method instead of ~15 min, N = 8 (spec N = 30)",
+}
+QUICK = {
+    **FULL,
+    "model": "tiny_smollm2 (random weights)",
+    "blocks": 1,
+    "n_test": 8,
+    "prompts": 4,
+    "population": 4,
+    "seconds": 1.0,
+    "memory_batch": 4,
+}
+METHODS = {"ES": "es", "ESSAM": "standard", "ESSAM-acc": "accelerated", "GRPO": None}
+
+
+def train_all(model: Any, tok: Any, params: list, cfg: dict, seeds: list, test: list) -> tuple:
+    start = [p.detach().clone() for p in params]
+    res: dict[str, dict[str, list]] = {m: {} for m in METHODS}
+    curves: dict[str, list] = {m: [] for m in METHODS}
+    for seed in seeds:
+        for m, variant in METHODS.items():
+            with torch.no_grad():
+                for p, s in zip(params, start, strict=True):
+                    p.copy_(s)
+            r = (
+                run_grpo(model, tok, cfg, seed)
+                if variant is None
+                else run_zo(model, tok, params, variant, cfg, seed)
+            )
+            acc = accuracy(model, tok, test, cfg["max_new_tokens"])
+            for k, v in (
+                ("acc_test", acc),
+                ("rollouts", r["rollouts"]),
+                ("seconds", r["seconds"]),
+                ("iters", r["iters"]),
+            ):
+                res[m].setdefault(k, []).append(v)
+            curves[m].append(r["curve"])
+            print(
+                f"seed {seed} {m:9s} acc {acc:.3f} rollouts {r['rollouts']} "
+                f"{r['seconds']:.0f}s ({r['iters']} iters)",
+                flush=True,
+            )
+    with torch.no_grad():
+        for p, s in zip(params, start, strict=True):
+            p.copy_(s)
+    return res, curves
+
+
+def outcome(quick: bool, seeds: list) -> Any:
+    """The benchmark for ``bench/run.py``: accuracy at equal wall time, memory, claims."""
+    from methodkit.bench import Outcome, ResultRow, check, compare
+
+    cfg = dict(QUICK if quick else FULL)
+    seeds = seeds[:1]  # one seed at this scale (see FULL["scale"])
+    t0 = time.perf_counter()
+    model, tok = load(quick)
+    cfg["load_seconds"] = time.perf_counter() - t0
+    params = select_subset(model, cfg["blocks"])
+    cfg["trained_params"] = sum(p.numel() for p in params)
+    cfg["total_params"] = sum(p.numel() for p in model.parameters())
+    cfg["rho"] = 0.05 * cfg["sigma"] * cfg["trained_params"] ** 0.5
+    test = make_sum_prompts(cfg["n_test"], "test", 1)
+    base = accuracy(model, tok, test, cfg["max_new_tokens"])
+    print(
+        f"SmolLM2 start accuracy {base:.3f}; trained {cfg['trained_params']} of "
+        f"{cfg['total_params']} parameters",
+        flush=True,
+    )
+    mem = memory(model, tok, params, cfg)
+    print(
+        "peak MiB above the loaded model: " + ", ".join(f"{k} {v:.1f}" for k, v in mem.items()),
+        flush=True,
+    )
+    res, curves = train_all(model, tok, params, cfg, seeds, test)
+    rows = [ResultRow.from_values("start", "acc_test", [base], True)]
+    rows += [
+        ResultRow.from_values(m, k, v, k == "acc_test") for m in METHODS for k, v in res[m].items()
+    ]
+    rows += [ResultRow.from_values(k, "peak_MiB_above_model", [v], False) for k, v in mem.items()]
+    acc = {m: float(np.mean(res[m]["acc_test"])) for m in METHODS}
+    claims = [
+        check(
+            "start accuracy of the instruct model lies in 20-60 %",
+            cfg["band"][0] <= base <= cfg["band"][1],
+            f"{100 * base:.1f}%",
+            inputs=[base],
+            degenerate=quick,
+        ),
+        check(
+            "ESSAM improves held-out accuracy over the start by >= 3 points",
+            acc["ESSAM"] - base >= 0.03,
+            f"ESSAM {100 * acc['ESSAM']:.1f}% vs start {100 * base:.1f}%",
+            inputs=[acc["ESSAM"], base],
+            degenerate=quick,
+        ),
+        compare(
+            "ESSAM accuracy >= GRPO accuracy - 15 points at equal wall time",
+            acc["ESSAM"],
+            ">=",
+            acc["GRPO"],
+            margin=-0.15,
+            measured=f"ESSAM {100 * acc['ESSAM']:.1f}% vs GRPO {100 * acc['GRPO']:.1f}%",
+        ),
+        check(
+            "peak training-step memory above the loaded model: ESSAM <= 1/4 of MinimalGRPO's",
+            mem["ESSAM"] <= mem["GRPO"] / 4,
+            f"ESSAM +{mem['ESSAM']:.1f} MiB, GRPO +{mem['GRPO']:.1f} MiB, inference "
+            f"+{mem['inference']:.1f} MiB",
+            inputs=list(mem.values()),
+            degenerate=quick,
+        ),
+    ]
+    cfg["seeds_used"] = seeds
+    return Outcome(
+        cfg,
+        rows,
+        claims,
+        seeds=seeds,
+        plot_metrics=["acc_test"],
+        extra_plots={"curves": _curves_plot(curves)},
+    )
+
+
+def _curves_plot(curves: dict) -> Any:
+    def plot(record: dict, path: Any) -> None:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(5, 3))
+        for k, (m, runs) in enumerate(curves.items()):
+            for j, run in enumerate(runs):
+                if run:
+                    x, y = zip(*run, strict=True)
+                    ax.plot(x, y, color=f"C{k}", alpha=0.8, label=m if j == 0 else None)
+        ax.set_xlabel("wall time (s)")
+        ax.set_ylabel("mean train reward (partial credit)")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+
+    return plot

@@ -54,8 +54,6 @@ def test_guard_rejects_bad_arguments():
         CollapseGuard(0.1, momentum=0.0)
 
 
-
-
 def test_eva0_guard_puts_theta_back_to_the_anchor_and_stops(make_mlp):
     net = make_mlp()
     a = EVA0(net, lr=5.0, max_step=None, anchor_weight=0.0, guard=0.01)

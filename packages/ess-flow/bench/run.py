@@ -1,10 +1,14 @@
-"""ESS-Flow benchmark: 2-D toy (A), lattice "material" (B), 3-D chains (C).
+"""ESS-Flow benchmark: 2-D toy (A), lattice (B), chains (C), linear16, SW2 parts, materials.
 
 Tiny flows are trained from scratch in the run (offline, generated data). Every method gets
 the same budget of single-sample generator evaluations as ESS-Flow where that is meaningful
 (SIR, pCN); DPS costs one guided ODE solve with backward passes per sample.
 
-    python bench/run.py [--quick] [--seeds 0 1 2] [--threads 1] [--only toy2d lattice chains]
+    python bench/run.py [--quick] [--seeds 0 1 2] [--threads 1] [--only toy2d linear16 ...]
+
+``linear16``: error versus iterations on a 16-d closed-form problem (ESS-Flow, pCN, SIR at
+equal evaluations); ``sw2_toy``: the toy A1 SW2 split into its sources; ``materials``: ASE's
+EMT calculator as the observation of a small flow over generated Cu/Au cells.
 
 Records and plots go to the package's ``bench/results`` (``--out`` to change it).
 """
@@ -18,6 +22,9 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+import linear16
+import materials
+import sw2_toy
 import tasks
 
 import methodkit
@@ -81,6 +88,40 @@ FULL = {
         "dps_per_target": 64,
         "n_prior": 1000,
     },
+    "linear16": {"chains": 64, "iters": [250, 500, 1000, 2000]},
+    "sw2_toy": {
+        "train_steps": 3000,
+        "batch": 512,
+        "hidden": 128,
+        "layers": 3,
+        "n_data": 50000,
+        "ode_steps": 20,
+        "n_ref": 200000,
+        "n_ref_samples": 20000,
+        "chains": 64,
+        "iters": 400,
+        "burn_in": 100,
+    },
+    "materials": {
+        "train_steps": 1500,
+        "batch": 256,
+        "hidden": 128,
+        "layers": 3,
+        "n_data": 4000,
+        "ode_steps": 10,
+        "n_prior": 400,
+        "energy_quantile": 0.05,  # target rule, fixed before any run
+        "volume_quantile": 0.95,
+        "energy_sigma": 0.01,
+        "energy_tol": 0.02,
+        "volume_sigma": 0.05,
+        "volume_tol": 0.1,
+        "chains": 16,
+        "iters": 60,
+        "burn_in": 20,
+        "dps_samples": 256,
+        "dps_scales": [0.01, 0.1, 1.0],
+    },
 }
 QUICK = {
     "toy2d": {
@@ -131,6 +172,31 @@ QUICK = {
         "n_prior": 200,
         "ode_steps": 5,
     },
+    "linear16": {"chains": 8, "iters": [20, 40]},
+    "sw2_toy": {
+        **FULL["sw2_toy"],
+        "train_steps": 50,
+        "batch": 128,
+        "n_data": 2000,
+        "ode_steps": 5,
+        "n_ref": 4000,
+        "n_ref_samples": 1000,
+        "chains": 8,
+        "iters": 20,
+        "burn_in": 5,
+    },
+    "materials": {
+        **FULL["materials"],
+        "train_steps": 50,
+        "n_data": 500,
+        "ode_steps": 4,
+        "n_prior": 40,
+        "chains": 4,
+        "iters": 6,
+        "burn_in": 2,
+        "dps_samples": 16,
+        "dps_scales": [0.1],
+    },
 }
 
 
@@ -138,6 +204,9 @@ TASKS: dict[str, Callable[[dict[str, Any], int], dict[str, Any]]] = {
     "toy2d": tasks.run_toy2d,
     "lattice": tasks.run_lattice,
     "chains": tasks.run_chains,
+    "linear16": linear16.run_linear16,
+    "sw2_toy": sw2_toy.run_sw2_toy,
+    "materials": materials.run_materials,
 }
 
 

@@ -1,4 +1,4 @@
-"""The three benchmark tasks of bench/run.py (script helpers, not part of the wheel)."""
+"""The benchmark tasks of bench/run.py and their summaries (script helpers, not in the wheel)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ from methodkit.bench import Claim, check, compare
 from methodkit.torch import generator
 
 
-def _train(data: torch.Tensor, cfg: dict[str, Any], g: torch.Generator) -> MLPVelocity:
+def train_velocity(data: torch.Tensor, cfg: dict[str, Any], g: torch.Generator) -> MLPVelocity:
     net = MLPVelocity(data.shape[1], cfg["hidden"], cfg["layers"])
     train_flow_matching(net, data, cfg["train_steps"], cfg["batch"], 1e-3, generator=g)
     for p in net.parameters():
@@ -44,7 +44,7 @@ def _train(data: torch.Tensor, cfg: dict[str, Any], g: torch.Generator) -> MLPVe
     return net
 
 
-def _tune_pcn(
+def tune_pcn(
     gen: Callable[[torch.Tensor], torch.Tensor],
     lik: Callable[..., torch.Tensor],
     shape: tuple[int, ...],
@@ -66,7 +66,7 @@ def _tune_pcn(
     return float(best[1])
 
 
-def _sw(a: torch.Tensor, b: torch.Tensor, seed: int) -> float:
+def sw2(a: torch.Tensor, b: torch.Tensor, seed: int) -> float:
     a = a.reshape(a.shape[0], -1)
     if not bool(torch.isfinite(a).all()):
         return math.inf
@@ -77,7 +77,7 @@ def _sw(a: torch.Tensor, b: torch.Tensor, seed: int) -> float:
 def run_toy2d(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
     g = generator(seed)
     data = eight_gaussians(cfg["n_data"], generator=g)
-    net = _train(data, cfg, g)
+    net = train_velocity(data, cfg, g)
     gen = FlowGenerator(net, cfg["ode_steps"])
     out: dict[str, Any] = {}
     liks = {
@@ -93,7 +93,7 @@ def run_toy2d(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
         n_kept = ess.flat_x().shape[0]
         xs = {"ess_flow": ess.flat_x()}
         xs["sir"] = sir_sample(gen, lik, (2,), budget, n_kept, seed=seed + 1).x
-        beta = _tune_pcn(
+        beta = tune_pcn(
             gen, lik, (2,), cfg["chains"], cfg["pcn_betas"], cfg["pilot_iters"], seed + 2
         )
         n_it = max(budget // cfg["chains"] - 1, 2)
@@ -105,7 +105,7 @@ def run_toy2d(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
             x = dps_flow_sample(
                 net, lik, (2,), cfg["dps_samples"], cfg["ode_steps"], sc, seed=seed + 3
             )
-            sw = _sw(x, ref, seed)
+            sw = sw2(x, ref, seed)
             if best is None or sw < best[0]:
                 best = (sw, sc, x)
         xs["dps"] = best[2]
@@ -116,7 +116,7 @@ def run_toy2d(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
         xs["reference"] = ref
         for m, x in xs.items():
             if m != "reference":
-                out[(m, f"sw2_{task}")] = _sw(x, ref, seed)
+                out[(m, f"sw2_{task}")] = sw2(x, ref, seed)
             if task == "A1":
                 out[(m, "upper_mode_frac_A1")] = float((x[:, 1] > 0).double().mean())
             else:
@@ -135,7 +135,7 @@ def run_lattice(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
     energy = ising_energy(s)
     lo, hi = float(torch.quantile(energy, 0.01)), float(torch.quantile(energy, 0.99))
     data = (s + 0.1 * torch.randn(s.shape, generator=g)).reshape(s.shape[0], -1)
-    net = _train(data, cfg, g)
+    net = train_velocity(data, cfg, g)
 
     def post(x: torch.Tensor) -> torch.Tensor:  # quantization inside generation
         return torch.where(x >= 0, 1.0, -1.0).reshape(-1, L, L)
@@ -158,7 +158,7 @@ def run_lattice(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
         n_kept = ess.flat_x().shape[0]
         xs = {"ess_flow": ess.flat_x()}
         xs["sir"] = sir_sample(gen, lik, (D,), budget, n_kept, seed=seed + 1).x
-        beta = _tune_pcn(
+        beta = tune_pcn(
             gen, lik, (D,), cfg["chains"], cfg["pcn_betas"], cfg["pilot_iters"], seed + 2
         )
         n_it = max(budget // cfg["chains"] - 1, 2)
@@ -201,7 +201,7 @@ def run_chains(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
     X = toy_chains(cfg["n_data"], n_res, generator=g)
     flat = X.reshape(X.shape[0], -1)
     mean, scale = flat.mean(0), 10.0
-    net = _train((flat - mean) / scale, cfg, g)
+    net = train_velocity((flat - mean) / scale, cfg, g)
 
     def post(x: torch.Tensor) -> torch.Tensor:
         return (x * scale + mean).reshape(-1, n_res, 3)
@@ -287,7 +287,17 @@ def run_chains(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------ summaries
-_HIB = {"sw2": False, "upper": None, "bin": True, "hit": True, "realism": True, "rmsd": False}
+_HIB = {
+    "sw2": False,
+    "upper": None,
+    "bin": True,
+    "hit": True,
+    "realism": True,
+    "rmsd": False,
+    "mean": False,
+    "var": False,
+    "share": None,
+}
 
 
 def summarize(
@@ -376,7 +386,31 @@ def summarize(
                     f"pCN {v('pcn', f'hit_rate_{tag}'):.3f})",
                 )
             )
-    else:
+    elif name == "linear16":
+        import linear16
+
+        claims += linear16.claims(val, [int(k[1][-7:-2]) for k in keys if k[0] == "ess_flow"])
+    elif name == "sw2_toy":
+        t, parts = (
+            v("ess_flow", "sw2_claim"),
+            [v("ess_flow", k) for k in ("share_floor", "share_mode", "share_within")],
+        )
+        claims.append(
+            compare("A1 re-measured: SW2(ESS-Flow, reference) <= 0.10", t, "<=", 0.10,
+                    measured=f"SW2 {t:.3f}")
+        )  # fmt: skip
+        total = float(sum(parts))
+        claims.append(
+            check(
+                "SW2 parts (floor, mode balance, within-mode) add up to 0.7-1.3 of SW2^2",
+                0.7 <= total <= 1.3,
+                "shares " + ", ".join(f"{p:.2f}" for p in parts) + f" (sum {total:.2f})",
+                inputs=parts,
+            )
+        )
+    elif name == "materials":
+        claims += _materials_claims(v)
+    elif name == "chains":
         e, p, d = v("ess_flow", "rmsd_C1"), v("prior", "rmsd_C1"), v("dps", "rmsd_C1")
         claims.append(
             check(
@@ -398,3 +432,17 @@ def summarize(
             )
         )
     return rows, claims, extra
+
+
+def _materials_claims(v: Callable[[str, str], float]) -> list[Claim]:
+    """Steering without gradients (M1, EMT) and against DPS where a gradient exists (M2)."""
+    e1, p1, s1 = v("ess_flow", "hit_rate_M1"), v("prior", "hit_rate_M1"), v("sir", "hit_rate_M1")
+    e2, d2, s2 = v("ess_flow", "hit_rate_M2"), v("dps", "hit_rate_M2"), v("sir", "hit_rate_M2")
+    return [
+        compare("M1 (EMT energy): ESS-Flow hit rate > 2 x prior's", e1, ">", p1, scale=2.0,
+                measured=f"ESS {e1:.3f}, prior {p1:.3f}"),
+        compare("M1 (EMT energy): SIR at equal evaluations hits less than ESS-Flow", s1, "<", e1,
+                measured=f"SIR {s1:.3f} vs ESS {e1:.3f}"),
+        compare("M2 (volume): ESS-Flow hit rate >= DPS (oracle-tuned scale)", e2, ">=", d2,
+                measured=f"ESS {e2:.3f}, DPS {d2:.3f}, SIR {s2:.3f}"),
+    ]  # fmt: skip

@@ -36,7 +36,7 @@ from tasks import (
     Config,
     logit,
     metrics,
-    order3_dividend_share,
+    order3_shapley_share,
     problem,
     raw_table,
     timed,
@@ -94,9 +94,7 @@ def accuracy(cfg: Config, args: argparse.Namespace) -> Outcome:
             game = table if link == "identity" else logit(table)
             truth = esensc.shapley_from_values(game)
             vals.setdefault(("exact (brute force)", "time_s"), []).append(secs)
-            vals.setdefault(("game", "order3_dividend_share"), []).append(
-                order3_dividend_share(game)
-            )
+            vals.setdefault(("game", "order3_shapley_share"), []).append(order3_shapley_share(game))
         else:
             truth, secs = timed(tree_truth, p.model, bg, X)
             vals.setdefault(("treeshap (exact)", "time_s"), []).append(secs)
@@ -125,7 +123,7 @@ def _accuracy_outcome(
     multiples_k: list[int], multiples_p: list[int],
 ) -> Outcome:  # fmt: skip
     hib = {"deviation": False, "spearman": True, "top5_overlap": True, "time_s": False,
-           "order3_dividend_share": None}  # fmt: skip
+           "order3_shapley_share": None}  # fmt: skip
     mean = {key: float(np.mean(v)) for key, v in vals.items()}
     d = {m: mean[(m, "deviation")] for (m, k) in mean if k == "deviation"}
     rho = mean[("esensc", "spearman")]

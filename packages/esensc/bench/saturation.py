@@ -14,7 +14,7 @@ import warnings
 from typing import Any
 
 import numpy as np
-from tasks import Config, logit, metrics, order3_dividend_share, problem, raw_table
+from tasks import Config, logit, metrics, order3_shapley_share, problem, raw_table
 
 import esensc
 from methodkit.bench import Outcome, ResultRow, compare
@@ -42,7 +42,7 @@ def _one_scale(f: Any, bg: np.ndarray, X: np.ndarray, game: np.ndarray, link: st
         "uniformity_cv_ratio": _cv(phi) / _cv(truth),
         "near_flat_rows": float(np.mean(ex.equal_split_share > 0.5)),
         "warned": float(any("near-flat" in str(w.message) for w in caught)),
-        "order3_dividend_share": order3_dividend_share(game),
+        "order3_shapley_share": order3_shapley_share(game),
         "phi": phi,
         "truth": truth,
     }
@@ -61,7 +61,7 @@ def saturation_benchmark(args: Any) -> Outcome:
             game = table if link == "identity" else logit(table)
             res = _one_scale(p.f, p.bg, p.X, game, link)
             for metric in ("deviation", "spearman", "uniformity_cv_ratio", "near_flat_rows",
-                           "warned", "order3_dividend_share"):  # fmt: skip
+                           "warned", "order3_shapley_share"):  # fmt: skip
                 vals.setdefault((f"esensc {scale}", metric), []).append(res[metric])
             if link == "logit":
                 for name, rows in (("saturated", saturated), ("other", ~saturated)):
@@ -71,7 +71,7 @@ def saturation_benchmark(args: Any) -> Outcome:
                             rho
                         )
     hib = {"deviation": False, "spearman": True, "uniformity_cv_ratio": None,
-           "near_flat_rows": None, "warned": None, "order3_dividend_share": None,
+           "near_flat_rows": None, "warned": None, "order3_shapley_share": None,
            "saturated_share": None}  # fmt: skip
     rows = [ResultRow.from_values(m, k, v, hib[k]) for (m, k), v in vals.items()]
     rho = {s: float(np.mean(vals[(f"esensc {s}", "spearman")])) for s in SCALES}

@@ -114,19 +114,24 @@ def logit(p: np.ndarray) -> np.ndarray:
     return np.log(p) - np.log1p(-p)
 
 
-def order3_dividend_share(v: np.ndarray) -> float:
-    """Mean over rows of Σ_{|T|>=3} |d_T| / Σ_{T≠∅} |d_T| (Harsanyi dividends of the game).
+def order3_shapley_share(v: np.ndarray) -> float:
+    """Mean over rows of ‖φ^(>=3)‖² / ‖φ‖²: the part of exact SHAP from order >= 3 interactions.
 
-    ESENSC is exact for games whose dividends have order <= 2; this is the share it misses.
+    ``φ_i = Σ_{T∋i} d_T / |T|`` over the Harsanyi dividends ``d_T`` of the game (rows, 2^n);
+    ``φ^(>=3)`` keeps the ``|T| >= 3`` terms. ESENSC is exact when this share is 0.
     """
     d = np.array(v, dtype=np.float64)
     n = int(np.log2(d.shape[-1]))
+    subsets = np.arange(d.shape[-1])
     for i in range(n):  # Möbius transform, one feature at a time
-        with_i = (np.arange(d.shape[-1]) >> i) & 1 == 1
+        with_i = (subsets >> i) & 1 == 1
         d[..., with_i] -= d[..., ~with_i]
-    order = np.array([bin(s).count("1") for s in range(d.shape[-1])])
-    high = np.abs(d[..., order >= 3]).sum(-1)
-    return float(np.mean(high / np.abs(d[..., order >= 1]).sum(-1)))
+    size = np.array([bin(s).count("1") for s in subsets])
+    member = ((subsets[:, None] >> np.arange(n)) & 1).astype(float)  # (2^n, n)
+    per = d / np.maximum(size, 1)
+    phi = per @ member
+    high = (per * (size >= 3)) @ member
+    return float(np.mean((high**2).sum(-1) / np.maximum((phi**2).sum(-1), 1e-300)))
 
 
 def tree_truth(model: Any, bg: Any, X: Any) -> Any:

@@ -46,19 +46,11 @@ def test_two_forward_passes_per_step_and_counter():
     assert opt.steps == 12
 
 
-def test_reduces_to_mezo_bitwise():
+def test_reduces_to_mezo_bitwise_with_the_spec_arguments_alone():
     m1, l1 = _mlp()
     m2, l2 = _mlp()
-    e = Engine(
-        m1.parameters(),
-        lr=1e-2,
-        ranks=(),
-        coarse_steps=(),
-        pre_smooth=1,
-        post_smooth=0,
-        inject=0.0,
-        seed=5,
-    )
+    e = Engine(m1.parameters(), lr=1e-2, ranks=(), pre_smooth=1, post_smooth=0, inject=0, seed=5)
+    assert e.cycle_length == 1
     m = MeZO(m2.parameters(), lr=1e-2, seed=5)
     assert _run(e, l1, 25) == _run(m, l2, 25)
     for a, b in zip(m1.parameters(), m2.parameters(), strict=True):
@@ -84,7 +76,8 @@ def test_reduces_to_lozo_bitwise():
         assert torch.equal(a, b)
 
 
-def test_dense_exactness_of_a_coarse_step_with_history(toy, recorder):
+@pytest.mark.parametrize("fine_buffer", [False, True])
+def test_dense_exactness_of_a_coarse_step_with_history(toy, recorder, fine_buffer):
     eps, lr, gamma = 1e-3, 0.05, 0.5
     opt = Engine(
         toy.parameters(),
@@ -96,6 +89,7 @@ def test_dense_exactness_of_a_coarse_step_with_history(toy, recorder):
         post_smooth=0,
         inject=gamma,
         seed=3,
+        fine_buffer=fine_buffer,
     )
     opt.step(toy.loss)
     opt.step(toy.loss)
@@ -219,7 +213,43 @@ def test_bad_closure_raises_after_restoring(bad, err, match):
     with pytest.raises(err, match=match):
         opt.step(closure)
     for p, b in zip(model.parameters(), before, strict=True):
-        torch.testing.assert_close(p.detach(), b, atol=1e-6, rtol=0)
+        assert torch.equal(p.detach(), b)
+
+
+def _plain_inverse_is_inexact(params, step_seed, eps):
+    """The old restore, fl(fl(fl(theta + d) - 2d) + d), misses theta somewhere (fine noise)."""
+    for i, p in enumerate(params):
+        d = torch.randn(p.shape, generator=zo.tensor_generator(step_seed, i)) * eps
+        if not torch.equal(((p + d) - 2 * d) + d, p):
+            return True
+    return False
+
+
+@pytest.mark.parametrize("fine_buffer", [False, True])
+@pytest.mark.parametrize("failing_call", [1, 2])
+@pytest.mark.parametrize("step", [0, 1, 9])  # fine, coarse with injection, post-smoothing
+def test_restore_after_a_failing_closure_is_bitwise(fine_buffer, failing_call, step):
+    model, loss = _mlp()
+    eps = 0.05
+    opt = Engine(model.parameters(), lr=1e-2, eps=eps, ranks=(2,), fine_buffer=fine_buffer)
+    _run(opt, loss, 10 + step)  # a full cycle first: the ring buffer is not empty
+    params = list(model.parameters())
+    before = [p.detach().clone() for p in params]
+    if opt.level == 0:  # the remedy is needed: a plain inverse would not give theta back
+        assert _plain_inverse_is_inexact(before, zo.derive_seed(opt.seed, 0, opt.steps), eps)
+    calls = []
+
+    def closure():
+        calls.append(1)
+        if len(calls) == failing_call:
+            raise RuntimeError("out of memory")
+        return loss()
+
+    with pytest.raises(RuntimeError, match="out of memory"):
+        opt.step(closure)
+    for p, b in zip(params, before, strict=True):
+        assert torch.equal(p.detach(), b)
+    assert opt.steps == 10 + step  # the failed step did not count
 
 
 def test_step_requires_a_closure():
@@ -353,6 +383,12 @@ def test_warns_when_rank_exceeds_every_matrix():
         ({"lr": 0.0}, ValueError, "lr must be > 0"),
         ({"lr": -1.0}, ValueError, "lr"),
         ({"eps": 0.0}, ValueError, "eps"),
+        ({"eps": float("inf")}, ValueError, "eps must be finite"),
+        ({"eps": float("nan")}, ValueError, "eps must be finite"),
+        ({"lr": float("inf")}, ValueError, "lr must be finite"),
+        ({"fine_lr": float("inf")}, ValueError, "fine_lr must be finite"),
+        ({"weight_decay": float("inf")}, ValueError, "weight_decay must be finite"),
+        ({"fine_buffer": 1}, TypeError, "fine_buffer must be a bool"),
         ({"ranks": (0,)}, ValueError, "ranks"),
         ({"ranks": (2, 4), "coarse_steps": (1, 1)}, ValueError, "decreasing"),
         ({"ranks": (4,), "coarse_steps": (1, 2)}, ValueError, "same length"),
@@ -415,3 +451,85 @@ def test_quadratic_sanity_injection_helps_at_small_lr():
     mean = {k: sum(v) / 3 for k, v in finals.items()}
     assert mean["engine"] <= 0.8 * mean["mezo"], mean
     assert mean["engine"] <= 0.8 * mean["engine0"], mean
+
+
+def test_default_coarse_steps_follow_the_ranks():
+    model, _ = _mlp()
+    assert Engine(model.parameters(), lr=1e-3, ranks=(3, 2)).coarse_steps == (8, 8)
+    assert Engine(model.parameters(), lr=1e-3, ranks=()).cycle_length == 2
+
+
+def _losses_and_weights(fine_buffer, steps, history=3, decay=0.9):
+    model, _ = _mlp()
+    model.double()  # float64: the two modes differ by rounding only, so they agree to ~1e-12
+    g = torch.Generator().manual_seed(5)
+    x, y = torch.randn(32, 8, generator=g).double(), torch.randn(32, 3, generator=g).double()
+
+    def loss():
+        return torch.nn.functional.mse_loss(model(x), y)
+
+    opt = Engine(
+        model.parameters(),
+        lr=2e-2,
+        ranks=(3, 2),
+        coarse_steps=(3, 2),
+        history=history,
+        history_decay=decay,
+        fine_buffer=fine_buffer,
+        seed=11,
+    )
+    losses = _run(opt, loss, steps)
+    return opt, losses, torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+
+
+def test_fine_buffer_follows_the_streamed_trajectory():
+    # 49 steps = 7 cycles: the 3-slot ring wraps around (evictions, decay 0.9) several times
+    _, la, wa = _losses_and_weights(False, 49)
+    opt, lb, wb = _losses_and_weights(True, 49)
+    torch.testing.assert_close(torch.tensor(lb), torch.tensor(la), rtol=1e-10, atol=0)
+    torch.testing.assert_close(wb, wa, rtol=0, atol=1e-10)
+    assert not torch.equal(wb, wa)  # two computations, not one
+    assert len(opt.state) == 0  # the accumulators are no optimizer state
+    sd = opt.state_dict()
+    assert not [v for v in _walk(sd) if isinstance(v, torch.Tensor)]
+    assert len(sd["zo"]["buffer_seeds"]) == 3
+
+
+def test_fine_buffer_resumes_from_seeds_alone():
+    m1, l1 = _mlp()
+    kwargs = {"lr": 2e-2, "ranks": (2,), "coarse_steps": (4,), "history": 3, "seed": 3}
+    opt = Engine(m1.parameters(), fine_buffer=True, **kwargs)
+    _run(opt, l1, 15)
+    sd = json.loads(json.dumps(opt.state_dict()))
+    snapshot = [p.detach().clone() for p in m1.parameters()]
+    rest_a = _run(opt, l1, 12)
+    m2, l2 = _mlp()
+    with torch.no_grad():
+        for p, s in zip(m2.parameters(), snapshot, strict=True):
+            p.copy_(s)
+    opt2 = Engine(m2.parameters(), fine_buffer=True, **kwargs)
+    opt2.load_state_dict(sd)  # accumulators rebuilt from the seeds: same maths, new rounding
+    torch.testing.assert_close(
+        torch.tensor(_run(opt2, l2, 12)), torch.tensor(rest_a), rtol=1e-5, atol=0
+    )
+
+
+def _draws_per_coarse_step(history, fine_buffer, monkeypatch):
+    model, loss = _mlp()
+    opt = Engine(model.parameters(), lr=1e-2, ranks=(2,), history=history, fine_buffer=fine_buffer)
+    _run(opt, loss, 10 * history + 3)  # ring full, inside a coarse phase
+    assert opt.level == 1
+    count = []
+    real = zo.tensor_generator
+    monkeypatch.setattr(zo, "tensor_generator", lambda *a: count.append(1) or real(*a))
+    opt.step(loss)
+    monkeypatch.setattr(zo, "tensor_generator", real)
+    return len(count)
+
+
+def test_buffered_coarse_steps_do_not_regenerate_the_ring(monkeypatch):
+    buffered = [_draws_per_coarse_step(k, True, monkeypatch) for k in (2, 8)]
+    streamed = [_draws_per_coarse_step(k, False, monkeypatch) for k in (2, 8)]
+    assert buffered[0] == buffered[1]  # independent of the ring size
+    # streamed: every pass redraws the ring for each of the 4 tensors (3 passes per step)
+    assert streamed[1] - streamed[0] == 3 * 4 * (8 - 2)

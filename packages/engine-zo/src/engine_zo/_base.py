@@ -2,13 +2,18 @@
 
 A step is built from *directions*: a function ``direction(index, param) -> xi`` that
 regenerates the perturbation of one tensor from integer seeds (through ``methodkit.zo``),
-so no direction is ever stored. ``_probe`` evaluates the closure at ``theta + eps xi`` and
-``theta - eps xi`` (MeZO order ``+eps, -2 eps``), restoring theta if the closure raises;
-``_apply`` adds ``coeff * xi`` tensor by tensor (one temporary the size of the largest tensor).
+so no direction is ever stored (it returns a fresh tensor the caller may overwrite).
+``_probe`` evaluates the closure at ``fl(theta + eps xi)`` and ``fl(theta - eps xi)``;
+``_restore_and_update`` then takes the step from the exact ``theta``. Floating-point
+addition loses bits, so every probe keeps a sparse record of the entries whose inverse
+(``fl(fl(theta + d) - d)``) would not give ``theta`` back bitwise (a few percent of the
+entries, freed at the end of the step): theta is restored *bitwise* after a failing closure
+and every update starts from the exact theta.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -18,13 +23,23 @@ from methodkit import zo
 
 Direction = Callable[[int, torch.Tensor], torch.Tensor]
 Entry = tuple[int, dict[str, Any], torch.Tensor]
+#: ``(flat indices, exact values, sign)`` of the entries of ``fl(theta + sign d)`` that
+#: ``fl(. - sign d)`` does not map back to theta bitwise.
+Fixes = tuple[torch.Tensor, torch.Tensor, int]
 _NOISE = ("gaussian", "rademacher")
 
 
+def as_dtype(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``t`` in ``dtype`` (no call at all when it already is: this runs per tensor per pass)."""
+    return t if t.dtype == dtype else t.to(dtype)
+
+
 def check_positive(name: str, value: float, allow_zero: bool = False) -> float:
-    """Return ``float(value)`` or raise ValueError naming ``name`` if it is not > 0 (>= 0)."""
+    """Return ``float(value)`` or raise ValueError if it is not finite and > 0 (>= 0)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")
     ok = value >= 0 if allow_zero else value > 0
     if not ok:
         raise ValueError(f"{name} must be {'>= 0' if allow_zero else '> 0'}, got {value}")
@@ -50,7 +65,8 @@ def check_noise(noise: str) -> str:
 class ZOOptimizer(torch.optim.Optimizer):
     """Base class: closure contract, forward counting, seeded probes and int/float state.
 
-    Subclasses implement ``_zo_step(closure) -> float`` using ``_probe`` and ``_apply``, and
+    Subclasses implement ``_zo_step_impl(closure) -> float`` using ``_probe``, ``_restore``,
+    ``_restore_and_update`` and ``_apply``, and
     may extend ``_extra_state`` / ``_load_extra_state`` with ints and floats.
     """
 
@@ -138,45 +154,90 @@ class ZOOptimizer(torch.optim.Optimizer):
             del xi
 
     def _probe(self, closure: Callable[[], Any], direction: Direction) -> tuple[float, float]:
-        """Evaluate ``f(theta + eps xi)`` and ``f(theta - eps xi)``; leave theta at ``-eps``.
+        """Evaluate ``f(fl(theta + eps xi))`` and ``f(fl(theta - eps xi))``; stay at ``-eps``.
 
-        If the closure raises (or returns a bad value) theta is restored before re-raising.
+        If the closure raises (or returns a bad value) theta is restored bitwise before
+        re-raising. On success ``self._fixes`` holds what :meth:`_restore` needs.
         """
-        offset = 0.0
+        self._fixes: dict[int, Fixes] = {}
+        offset = 0
         try:
-            self._apply(direction, lambda g: g["eps"])
-            offset = 1.0
+            self._shift(direction, +1)
+            offset = 1
             f_plus = self._call(closure)
-            self._apply(direction, lambda g: -2.0 * g["eps"])
-            offset = -1.0
+            self._shift(direction, -1)
+            offset = -1
             f_minus = self._call(closure)
         except BaseException:
-            if offset != 0.0:
-                off = offset
-                self._apply(direction, lambda g: -off * g["eps"])
+            if offset:
+                self._restore(direction)
+            self._fixes = {}
             raise
         return f_plus, f_minus
 
+    @torch.no_grad()
+    def _shift(self, direction: Direction, sign: int) -> None:
+        """Move every tensor to ``fl(theta + sign d)``, ``d = eps xi``, from theta or (``-1``).
+
+        ``fl(theta + d)``; records the entries that ``fl(. - sign d)`` does not map back to
+        theta bitwise (flat indices in row-major order).
+        """
+        for index, group, p in self._entries():
+            d = as_dtype(direction(index, p).mul_(group["eps"]), p.dtype)
+            theta = p if sign > 0 else self._exact_theta(index, p, d)
+            new = torch.add(theta, d, alpha=sign)
+            bad = torch.sub(new, d, alpha=sign).ne_(theta).reshape(-1).nonzero().view(-1)
+            bad = bad.to(torch.int32)  # half the bytes of the record
+            self._fixes[index] = (bad, theta.reshape(-1)[bad], sign)
+            p.copy_(new)
+            del d, theta, new
+
+    def _exact_theta(self, index: int, p: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
+        """Theta, bitwise, from ``p = fl(theta + sign d)`` and the probe's sparse record."""
+        bad, values, sign = self._fixes[index]
+        theta = torch.sub(p, d, alpha=sign)
+        if bad.numel():
+            theta = theta.contiguous()
+            theta.view(-1)[bad] = values
+        return theta
+
+    @torch.no_grad()
+    def _restore(self, direction: Direction) -> None:
+        """Back to theta, bitwise, from wherever :meth:`_probe` left each tensor."""
+        for index, group, p in self._entries():
+            if index in self._fixes:
+                d = as_dtype(direction(index, p).mul_(group["eps"]), p.dtype)
+                p.copy_(self._exact_theta(index, p, d))
+        self._fixes = {}
+
+    @torch.no_grad()
     def _restore_and_update(
-        self, direction: Direction, half_diff: float, lr_key: str = "lr"
+        self,
+        direction: Direction,
+        half_diff: float,
+        lr_key: str = "lr",
+        on_direction: Callable[[int, dict[str, Any], torch.Tensor, torch.Tensor], None]
+        | None = None,
     ) -> None:
-        """From ``theta - eps xi``: restore and take ``theta <- (1 - lr wd) theta - lr c xi``.
+        """From ``fl(theta - eps xi)``: ``theta <- (1 - lr wd) theta - lr c xi`` (exact theta).
 
         ``c = half_diff / eps`` per group, so per-group eps gives an unbiased estimate. Done in
-        one pass: ``theta <- k (theta - eps xi) + (k eps - lr c) xi`` with ``k = 1 - lr wd``.
+        one pass per tensor; ``on_direction(index, group, param, xi)`` sees each regenerated
+        ``xi``.
         """
-
-        def lr_of(g: dict[str, Any]) -> float:
-            lr = g.get(lr_key)
-            return g["lr"] if lr is None else lr
-
-        def decay(g: dict[str, Any]) -> float:
-            return 1.0 - lr_of(g) * g.get("weight_decay", 0.0)
-
-        def coeff(g: dict[str, Any]) -> float:
-            return decay(g) * g["eps"] - lr_of(g) * half_diff / g["eps"]
-
-        self._apply(direction, coeff, decay)
+        for index, group, p in self._entries():
+            lr = group.get(lr_key)
+            lr = group["lr"] if lr is None else lr
+            xi = direction(index, p)
+            if on_direction is not None:
+                on_direction(index, group, p, xi)
+            theta = self._exact_theta(index, p, as_dtype(xi * group["eps"], p.dtype))
+            decay = 1.0 - lr * group.get("weight_decay", 0.0)
+            if decay != 1.0:
+                theta.mul_(decay)
+            p.copy_(theta.add_(as_dtype(xi, p.dtype), alpha=-lr * half_diff / group["eps"]))
+            del xi, theta
+        self._fixes = {}
 
     # ------------------------------------------------------------------ step / state
     @torch.no_grad()

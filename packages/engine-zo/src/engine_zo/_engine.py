@@ -10,8 +10,16 @@ from typing import Any
 
 import torch
 
-from engine_zo._base import Direction, ZOOptimizer, check_int, check_noise, check_positive
-from engine_zo.samplers import LowRankSampler
+from engine_zo._base import (
+    Direction,
+    ZOOptimizer,
+    as_dtype,
+    check_int,
+    check_noise,
+    check_positive,
+)
+from engine_zo._history import FineHistory
+from engine_zo.samplers import LowRankSampler, draw
 from methodkit import zo
 from methodkit.torch import generator
 
@@ -50,7 +58,8 @@ class Engine(ZOOptimizer):
         lr: Coarse-step learning rate ``eta`` (> 0).
         eps: Perturbation scale ``epsilon`` (> 0).
         ranks: Coarse ranks ``r_1 > r_2 > ...`` (empty: fine steps only).
-        coarse_steps: Steps per coarse level (same length as ``ranks``).
+        coarse_steps: Steps per coarse level (same length as ``ranks``; ``None``: 8 at
+            every level, so ``ranks=()`` alone gives MeZO).
         pre_smooth: Fine steps at the start of a cycle.
         post_smooth: Fine steps at the end of a cycle.
         fine_lr: Learning rate of fine steps (``None``: ``lr``).
@@ -61,6 +70,10 @@ class Engine(ZOOptimizer):
         noise: ``"gaussian"`` or ``"rademacher"``.
         lowrank_embeddings: If False, groups flagged ``"embedding"`` get full noise.
         seed: Base seed.
+        fine_buffer: Keep the fine-scale direction ``h`` as one float32 accumulator per
+            tensor (one extra copy of the parameters) instead of regenerating its ``history``
+            noise draws in every coarse pass: coarse steps then cost about a MeZO step. Same
+            algorithm, different rounding; off by default (no tensor kept, MeZO's memory).
 
     References:
         "ENGINE: Endogenous Variational MultiScale Zeroth-Order Optimization" (NeurIPS 2026
@@ -84,7 +97,7 @@ class Engine(ZOOptimizer):
         lr: float = 1e-6,
         eps: float = 1e-3,
         ranks: Sequence[int] = (4,),
-        coarse_steps: Sequence[int] = (8,),
+        coarse_steps: Sequence[int] | None = None,
         pre_smooth: int = 1,
         post_smooth: int = 1,
         fine_lr: float | None = None,
@@ -95,8 +108,10 @@ class Engine(ZOOptimizer):
         noise: str = "gaussian",
         lowrank_embeddings: bool = True,
         seed: int = 0,
+        fine_buffer: bool = False,
     ) -> None:
-        ranks, coarse_steps = tuple(ranks), tuple(coarse_steps)
+        ranks = tuple(ranks)
+        coarse_steps = (8,) * len(ranks) if coarse_steps is None else tuple(coarse_steps)
         for r in ranks:
             check_int("ranks[k]", r, 1)
         for nu in coarse_steps:
@@ -117,6 +132,8 @@ class Engine(ZOOptimizer):
         check_int("history", history, 0)
         if inject > 0 and history < 1:
             raise ValueError(f"history must be >= 1 when inject > 0, got {history}")
+        if not isinstance(fine_buffer, bool):
+            raise TypeError(f"fine_buffer must be a bool, got {type(fine_buffer).__name__}")
         if not 0.0 < history_decay <= 1.0:
             raise ValueError(f"history_decay must be in (0, 1], got {history_decay}")
         if fine_lr is not None:
@@ -133,8 +150,11 @@ class Engine(ZOOptimizer):
             + [k + 1 for k, nu in enumerate(coarse_steps) for _ in range(nu)]
             + [0] * post_smooth
         )
-        self._buffer: list[tuple[int, float]] = []  # (seed_j, half-difference d_j), oldest first
-        self._h_norm: float | None = None
+        self.fine_buffer = fine_buffer
+        # h is only ever used by injecting coarse steps: no accumulator otherwise
+        buffered = fine_buffer and self.inject > 0 and bool(ranks)
+        self._history = FineHistory(history, history_decay, noise, buffered)
+        self._phase: tuple[tuple[int, int], LowRankSampler] | None = None
         self._warn_if_no_lowrank()
 
     # ------------------------------------------------------------------ schedule
@@ -159,6 +179,13 @@ class Engine(ZOOptimizer):
         return [p for g in self.param_groups if g.get("embedding") for p in g["params"]]
 
     def _sampler(self, level: int) -> LowRankSampler:
+        """The coarse sampler of ``level`` in this cycle (kept for the cycle: cached ``V_c``)."""
+        key = (level, self.cycle)
+        if self._phase is None or self._phase[0] != key:
+            self._phase = (key, self._new_sampler(level))
+        return self._phase[1]
+
+    def _new_sampler(self, level: int) -> LowRankSampler:
         basis = zo.derive_seed(self.seed, level, self.cycle)
         return LowRankSampler(
             self.ranks[level - 1],
@@ -172,7 +199,7 @@ class Engine(ZOOptimizer):
         if not self.ranks or not sum(self.coarse_steps):
             return
         for level in range(1, len(self.ranks) + 1):
-            sampler = self._sampler(level)
+            sampler = self._new_sampler(level)
             if not any(sampler.is_lowrank(p) for _, _, p in self._entries()):
                 warnings.warn(
                     f"rank {self.ranks[level - 1]} is >= min(m, n) of every matrix parameter "
@@ -189,58 +216,68 @@ class Engine(ZOOptimizer):
 
         return direction
 
-    def _history_terms(self, group: dict[str, Any]) -> list[tuple[int, float]]:
-        """``(seed_j, beta^age_j c_j)`` of the ring buffer for a group (``c_j = d_j / eps``)."""
-        n = len(self._buffer)
-        return [
-            (s, self.history_decay ** (n - 1 - j) * d / group["eps"])
-            for j, (s, d) in enumerate(self._buffer)
-        ]
-
-    def _h_tensor(self, index: int, group: dict[str, Any], p: torch.Tensor) -> torch.Tensor:
-        acc = torch.zeros(p.shape, dtype=torch.float32, device=p.device)
-        for s, coef in self._history_terms(group):
-            z = zo.sample(p, zo.tensor_generator(s, index, p.device), self.noise)
-            acc.add_(z, alpha=coef)
-            del z
-        return acc
+    def _eps_entries(self) -> list[tuple[int, float, torch.Tensor]]:
+        return [(i, g["eps"], p) for i, g, p in self._entries()]
 
     @torch.no_grad()
     def fine_direction_norm(self) -> float:
         """``||h||`` of the current ring buffer (streamed over tensors; cached)."""
-        if self._h_norm is None:
-            total = 0.0
-            for index, group, p in self._entries():
-                total += float(torch.linalg.vector_norm(self._h_tensor(index, group, p)) ** 2)
-            self._h_norm = math.sqrt(total)
-        return self._h_norm
+        self._history.flush()
+        return self._history.norm(self._eps_entries())
 
     def _coarse_direction(self, seed: int, level: int) -> Direction:
+        """``xi = sqrt(1-g) xi_sub + sqrt(g) a ||xi_sub|| h / ||h||``, one tensor at a time.
+
+        The step's left factors ``U`` are drawn once (``m x r`` each) and ``||xi_sub||`` comes
+        from the factors: ``||U V^T||^2 = sum((U^T U) * (V^T V))``; only full-noise tensors
+        (biases, ...) are drawn for it.
+        """
         sampler = self._sampler(level)
+        scale = math.sqrt(sampler.rank)
+        entries = list(self._entries())
+        factors = {
+            i: sampler.factor(p, zo.tensor_generator(seed, i, p.device))
+            for i, _, p in entries
+            if sampler.is_lowrank(p)
+        }
+
+        small: dict[int, torch.Tensor] = {}  # the step's draws of 1-D tensors (biases, norms)
+
+        def full(index: int, p: torch.Tensor) -> torch.Tensor:
+            if index in small:
+                return small[index].clone()
+            z = draw(tuple(p.shape), zo.tensor_generator(seed, index, p.device), p, self.noise)
+            if p.dim() < 2:
+                small[index] = z.clone()
+            return z
 
         def sub(index: int, p: torch.Tensor) -> torch.Tensor:
-            return zo.sample(p, zo.tensor_generator(seed, index, p.device), sampler=sampler)
+            if index in factors:
+                return (factors[index] @ sampler.basis(p).T).div_(scale)
+            return full(index, p)
 
-        h_norm = self.fine_direction_norm() if self.inject > 0 and self._buffer else 0.0
+        h_norm = self.fine_direction_norm() if self.inject > 0 and self._history.entries else 0.0
         if h_norm == 0.0 or not math.isfinite(h_norm):
             return sub
-        with torch.no_grad():
-            sub_sq = sum(
-                float(torch.linalg.vector_norm(sub(i, p)) ** 2) for i, _, p in self._entries()
-            )
+        sub_sq = 0.0
+        for i, _, p in entries:
+            if i in factors:
+                U = factors[i].double()
+                sub_sq += float(((U.T @ U) * sampler.basis_gram(p)).sum()) / sampler.rank
+            else:
+                sub_sq += float(torch.linalg.vector_norm(full(i, p).double()) ** 2)
         gen = generator(seed, 7)  # the injection coefficient's own stream
         a = float(torch.randn((), generator=gen, dtype=torch.float64))
         w = math.sqrt(self.inject) * a * math.sqrt(sub_sq) / h_norm
         keep = math.sqrt(1.0 - self.inject)
-        groups = {id(p): g for _, g, p in self._entries()}
+        eps_of = {i: g["eps"] for i, g, _ in entries}
 
         def direction(index: int, p: torch.Tensor) -> torch.Tensor:
-            acc = sub(index, p).to(torch.float32).mul_(keep)
-            for s, coef in self._history_terms(groups[id(p)]):
-                z = zo.sample(p, zo.tensor_generator(s, index, p.device), self.noise)
-                acc.add_(z, alpha=w * coef)
-                del z
-            return acc
+            h = self._history.tensor(index, p, eps_of[index])
+            if index in factors:
+                U, V = as_dtype(factors[index], h.dtype), as_dtype(sampler.basis(p), h.dtype)
+                return torch.addmm(h, U, V.T, beta=w, alpha=keep / scale)
+            return torch.mul(h, w).add_(as_dtype(full(index, p), h.dtype), alpha=keep)
 
         return direction
 
@@ -254,20 +291,26 @@ class Engine(ZOOptimizer):
             direction = self._coarse_direction(seed, level)
         f_plus, f_minus = self._probe(closure, direction)
         half = (f_plus - f_minus) / 2
-        self._restore_and_update(direction, half, lr_key="fine_lr" if level == 0 else "lr")
-        if level == 0 and self.history > 0:
-            self._buffer = [*self._buffer, (seed, half)][-self.history :]
-            self._h_norm = None
+        if level > 0:
+            self._restore_and_update(direction, half)
+            return (f_plus + f_minus) / 2
+        history = self._history
+
+        def absorb(index: int, group: dict[str, Any], p: torch.Tensor, z: torch.Tensor) -> None:
+            history.absorb(index, p, group["eps"], z, half)  # h <- beta h + c z, same draw
+
+        hook = absorb if history.buffered and history.size > 0 else None
+        self._restore_and_update(direction, half, lr_key="fine_lr", on_direction=hook)
+        history.push(seed, half)
         return (f_plus + f_minus) / 2
 
     def _extra_state(self) -> dict[str, Any]:
         return {
-            "buffer_seeds": [s for s, _ in self._buffer],
-            "buffer_half_diffs": [d for _, d in self._buffer],
+            "buffer_seeds": [s for s, _ in self._history.entries],
+            "buffer_half_diffs": [d for _, d in self._history.entries],
         }
 
     def _load_extra_state(self, state: dict[str, Any]) -> None:
         seeds = [int(s) for s in state.get("buffer_seeds", [])]
         diffs = [float(d) for d in state.get("buffer_half_diffs", [])]
-        self._buffer = list(zip(seeds, diffs, strict=True))
-        self._h_norm = None
+        self._history.load(zip(seeds, diffs, strict=True))

@@ -133,10 +133,17 @@ class LOZO(ZOOptimizer):
             momentum,
             noise,
         )
+        self._block_sampler: tuple[int, LowRankSampler] | None = None
 
     def _sampler(self, block: int) -> LowRankSampler:
-        seed = zo.derive_seed(self.seed, 1, block)
-        return LowRankSampler(self.rank, seed, ((i, p) for i, _, p in self._entries()), self.noise)
+        """The block's sampler, kept while the block lasts (its ``V`` factors are cached)."""
+        cached = self._block_sampler
+        if cached is None or cached[0] != block:
+            seed = zo.derive_seed(self.seed, 1, block)
+            params = ((i, p) for i, _, p in self._entries())
+            cached = (block, LowRankSampler(self.rank, seed, params, self.noise))
+            self._block_sampler = cached
+        return cached[1]
 
     def _zo_step_impl(self, closure: Callable[[], Any]) -> float:
         block = self._zo_step // self.lazy_interval
@@ -148,7 +155,7 @@ class LOZO(ZOOptimizer):
         if self.momentum == 0.0:
             self._restore_and_update(direction, half)
         else:
-            self._apply(direction, lambda g: g["eps"])  # restore
+            self._restore(direction)  # bitwise back to theta
             self._momentum_update(sampler, step_seed, half, block)
         return (f_plus + f_minus) / 2
 
@@ -162,9 +169,9 @@ class LOZO(ZOOptimizer):
             gen = zo.tensor_generator(step_seed, index, p.device)
             state = self.state[p]
             if sampler.is_lowrank(p):
-                m, n = p.shape
-                U = draw((m, self.rank), gen, p, self.noise)
-                V = draw((n, self.rank), sampler._basis_generator(p), p, self.noise)
+                n = p.shape[1]
+                U = sampler.factor(p, gen)
+                V = sampler.basis(p)
                 buf = state.get("momentum")
                 if buf is not None and state.get("block") != block:
                     old = zo.derive_seed(self.seed, 1, state["block"])
@@ -218,10 +225,17 @@ class SubZero(ZOOptimizer):
         check_int("refresh_interval", refresh_interval, 1)
         super().__init__(params, {"lr": lr, "eps": eps, "weight_decay": weight_decay}, seed)
         self.rank, self.refresh_interval = rank, refresh_interval
+        self._block_sampler: tuple[int, SubspaceSampler] | None = None
 
     def _zo_step_impl(self, closure: Callable[[], Any]) -> float:
-        basis = zo.derive_seed(self.seed, 2, self._zo_step // self.refresh_interval)
-        sampler = SubspaceSampler(self.rank, basis, ((i, p) for i, _, p in self._entries()))
+        block = self._zo_step // self.refresh_interval
+        cached = self._block_sampler
+        if cached is None or cached[0] != block:  # one sampler (cached QR bases) per block
+            basis = zo.derive_seed(self.seed, 2, block)
+            params = ((i, p) for i, _, p in self._entries())
+            cached = (block, SubspaceSampler(self.rank, basis, params))
+            self._block_sampler = cached
+        sampler = cached[1]
         direction = _structured(self._step_seed(), sampler)
         f_plus, f_minus = self._probe(closure, direction)
         self._restore_and_update(direction, (f_plus - f_minus) / 2)
@@ -283,7 +297,7 @@ class HiZOO(ZOOptimizer):
 
         l0 = self._call(closure)
         f_plus, f_minus = self._probe(closure, direction)
-        self._apply(direction, lambda g: g["eps"])  # restore with the old D
+        self._restore(direction)  # bitwise, with the old D
         alpha = self.hessian_smooth
         curv = abs(f_plus + f_minus - 2 * l0)
         with torch.no_grad():
@@ -336,7 +350,7 @@ class ZOAdam(ZOOptimizer):
     def _zo_step_impl(self, closure: Callable[[], Any]) -> float:
         direction = _fine(self._step_seed(), "gaussian")
         f_plus, f_minus = self._probe(closure, direction)
-        self._apply(direction, lambda g: g["eps"])  # restore
+        self._restore(direction)  # bitwise back to theta
         b1, b2 = self.betas
         t = self._zo_step + 1
         with torch.no_grad():

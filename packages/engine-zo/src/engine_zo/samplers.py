@@ -5,7 +5,8 @@ per-tensor stream of the *step* (``zo.tensor_generator(step_seed, index)``); the
 changing basis comes from a second seed (``basis_seed``) and the tensor's index, which the
 sampler looks up by identity in the parameter list it was built with. Tensors that are not
 matrices, matrices with ``min(m, n) <= rank``, and tensors listed in ``full`` receive plain
-full-space noise.
+full-space noise. A sampler caches its basis factors (``rank * (m + n)`` numbers per matrix,
+drawn once), so the optimizers keep one sampler per basis period instead of redrawing them.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ class _Base:
         self.kind = kind
         self._index = {id(p): i for i, p in params}
         self._full = {id(p) for p in full}
+        self._bases: dict[int, tuple[torch.Tensor, ...]] = {}
 
     def is_lowrank(self, param: torch.Tensor) -> bool:
         """Whether ``param`` receives the low-rank perturbation (else full noise)."""
@@ -64,14 +66,32 @@ class LowRankSampler(_Base):
     over ``V_c`` the estimator is unbiased: ``E[<xi, G> xi] = G``.
     """
 
+    def factor(self, param: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        """The step's left factor ``U`` (m x r) of a low-rank ``param``."""
+        return draw((param.shape[0], self.rank), generator, param, self.kind)
+
+    def basis(self, param: torch.Tensor) -> torch.Tensor:
+        """The cycle's right factor ``V_c`` (n x r) of a low-rank ``param`` (cached)."""
+        key = id(param)
+        if key not in self._bases:
+            shape = (param.shape[1], self.rank)
+            self._bases[key] = (draw(shape, self._basis_generator(param), param, self.kind),)
+        return self._bases[key][0]
+
+    def basis_gram(self, param: torch.Tensor) -> torch.Tensor:
+        """``V_c^T V_c`` in float64 (cached): ``||U V_c^T||^2 = sum((U^T U) * V_c^T V_c)``."""
+        key = -id(param) - 1  # the Gram matrix shares the basis cache under its own key
+        if key not in self._bases:
+            V = self.basis(param).double()
+            self._bases[key] = (V.T @ V,)
+        return self._bases[key][0]
+
     def __call__(self, param: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         """Return the perturbation of ``param`` for the step whose stream is ``generator``."""
         if not self.is_lowrank(param):
             return draw(tuple(param.shape), generator, param, self.kind)
-        m, n = param.shape
-        U = draw((m, self.rank), generator, param, self.kind)
-        V = draw((n, self.rank), self._basis_generator(param), param, self.kind)
-        return (U @ V.T).div_(math.sqrt(self.rank))
+        U = self.factor(param, generator)
+        return (U @ self.basis(param).T).div_(math.sqrt(self.rank))
 
 
 class SubspaceSampler(_Base):
@@ -89,10 +109,13 @@ class SubspaceSampler(_Base):
             return draw(tuple(param.shape), generator, param, self.kind)
         m, n = param.shape
         r = self.rank
-        basis = self._basis_generator(param)
-        A = torch.randn((m, r), generator=basis, dtype=torch.float64, device=param.device)
-        B = torch.randn((n, r), generator=basis, dtype=torch.float64, device=param.device)
-        U = torch.linalg.qr(A).Q.to(param.dtype)
-        V = torch.linalg.qr(B).Q.to(param.dtype)
+        if id(param) not in self._bases:
+            basis = self._basis_generator(param)
+            A = torch.randn((m, r), generator=basis, dtype=torch.float64, device=param.device)
+            B = torch.randn((n, r), generator=basis, dtype=torch.float64, device=param.device)
+            U = torch.linalg.qr(A).Q.to(param.dtype)
+            V = torch.linalg.qr(B).Q.to(param.dtype)
+            self._bases[id(param)] = (U, V)
+        U, V = self._bases[id(param)]
         S = torch.randn((r, r), generator=generator, dtype=param.dtype, device=param.device)
         return (U @ S @ V.T).mul_(math.sqrt(m * n) / r)

@@ -1,0 +1,127 @@
+"""Wall time of one ENGINE step against one MeZO step, measured side by side.
+
+Each model gets a MeZO, a default ENGINE (fine direction regenerated, no tensor kept) and an
+``ENGINE(fine_buffer=True)`` on identical copies. Their steps are interleaved (MeZO, ENGINE,
+ENGINE-buffered, MeZO, ...) so that load on the machine hits all three alike. ENGINE starts
+with a full ring buffer (``history`` fine probes, loaded through ``load_state_dict``) and one
+untimed V-cycle, so the timed cycles are steady state: every coarse step injects ``h``.
+"""
+
+from __future__ import annotations
+
+import copy
+import statistics
+import time
+from collections.abc import Callable
+
+import torch
+from memory import wide_mlp
+from tasks import digits_task
+
+from engine_zo import Engine, MeZO
+from methodkit.bench import Claim, ResultRow, check
+
+EPS, LR = 1e-3, 1e-6
+LIMIT = 1.3
+VARIANTS = {"ENGINE": {}, "ENGINE(fine_buffer)": {"fine_buffer": True}}
+
+
+def wide_model(width: int, depth: int) -> tuple[torch.nn.Module, Callable]:
+    """The memory benchmark's wide tanh MLP on a batch of 32 (a ~20M-parameter model)."""
+    model = wide_mlp(width, depth)
+    x = torch.randn(32, width, generator=torch.Generator().manual_seed(0))
+    return model, lambda m: m(x).pow(2).mean()
+
+
+def digits_model() -> tuple[torch.nn.Module, Callable]:
+    """Task A's 64-64-64-10 digits MLP with its full-batch cross-entropy."""
+    task = digits_task()
+    return task.model_fn(), task.loss_fn
+
+
+def full_history(opt: Engine, seed: int = 99) -> None:
+    """Fill the ring buffer with ``history`` synthetic fine probes (seeds and scalars)."""
+    sd = opt.state_dict()
+    gen = torch.Generator().manual_seed(seed)
+    sd["zo"]["buffer_seeds"] = [10_000 + j for j in range(opt.history)]
+    sd["zo"]["buffer_half_diffs"] = torch.randn(opt.history, generator=gen).mul(1e-3).tolist()
+    opt.load_state_dict(sd)
+
+
+def time_steps(model_fn: Callable, cycles: int) -> dict[str, dict[str, list[tuple[float, float]]]]:
+    """``(seconds, seconds of MeZO's step in the same round)`` by method and step kind
+    (``fine``/``coarse``; MeZO's own steps count as ``fine``), steps interleaved."""
+    base, loss_fn = model_fn()
+    opts: dict[str, tuple[torch.optim.Optimizer, Callable]] = {}
+    for name in ("MeZO", *VARIANTS):
+        model = copy.deepcopy(base)
+        if name == "MeZO":
+            opt = MeZO(model.parameters(), lr=LR, eps=EPS)
+        else:
+            opt = Engine(model.parameters(), lr=LR, eps=EPS, **VARIANTS[name])
+            full_history(opt)
+        opts[name] = (opt, lambda m=model: loss_fn(m))
+    cycle = opts["ENGINE"][0].cycle_length
+    times: dict[str, dict[str, list[tuple[float, float]]]] = {
+        n: {"fine": [], "coarse": []} for n in opts
+    }
+    for k in range((cycles + 1) * cycle):
+        secs = {}
+        for name, (opt, closure) in opts.items():
+            kind = "coarse" if getattr(opt, "level", 0) > 0 else "fine"
+            t0 = time.perf_counter()
+            opt.step(closure)
+            secs[name] = (kind, time.perf_counter() - t0)
+        if k >= cycle:  # the first cycle warms up (buffered h built after the load)
+            for name, (kind, s) in secs.items():
+                times[name][kind].append((s, secs["MeZO"][1]))
+    return times
+
+
+def paired_ratios(times: dict[str, dict[str, list[tuple[float, float]]]]) -> dict[str, float]:
+    """Median over steps of ``ENGINE step / the MeZO step of the same round``, by variant
+    and kind, plus each variant's worst coarse step over its round's MeZO step."""
+    out = {}
+    for name in VARIANTS:
+        for kind in ("fine", "coarse"):
+            out[f"{name} {kind}"] = statistics.median(e / m for e, m in times[name][kind])
+        out[f"{name} worst coarse"] = max(e / m for e, m in times[name]["coarse"])
+    return out
+
+
+def measure(
+    models: dict[str, tuple[Callable, int, bool]],
+) -> tuple[list[ResultRow], list[Claim], dict]:
+    """Rows, claims and config for ``{label: (model_fn, cycles, degenerate)}``."""
+    rows, claims, config = [], [], {}
+    for label, (model_fn, cycles, degenerate) in models.items():
+        times = time_steps(model_fn, cycles)
+        n_params = sum(p.numel() for p in model_fn()[0].parameters())
+        config[label] = {"params": n_params, "timed_cycles": cycles}
+        ms = {}
+        for name, kinds in times.items():
+            for kind, pairs in kinds.items():
+                if pairs:
+                    ms[f"{name} {kind}"] = statistics.median(1e3 * s for s, _ in pairs)
+                    values = [1e3 * s for s, _ in pairs]
+                    rows.append(
+                        ResultRow.from_values(f"{label}: {name} {kind}", "ms_per_step", values)
+                    )
+        mezo_ms = ms["MeZO fine"]
+        note = "; quick run: not the claim's model" if degenerate else ""
+        for key, ratio in paired_ratios(times).items():
+            rows.append(ResultRow.from_values(f"{label}: {key}", "time_ratio_to_MeZO", [ratio]))
+            if "worst" in key:
+                continue
+            claims.append(
+                check(
+                    f"{label}: {key} step <= {LIMIT} x the MeZO step beside it (median)",
+                    ratio <= LIMIT,
+                    f"{ratio:.2f} x ({ms[key]:.1f} ms vs MeZO {mezo_ms:.1f} ms, medians){note}",
+                    inputs=[ms[key], mezo_ms],
+                    degenerate=degenerate,
+                )
+            )
+        text = ", ".join(f"{k} {v:.2f}x" for k, v in paired_ratios(times).items())
+        print(f"  step time {label}: MeZO {mezo_ms:.1f} ms; {text}", flush=True)
+    return rows, claims, config

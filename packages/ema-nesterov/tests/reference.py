@@ -53,3 +53,21 @@ def base_step_from(
         rp.grad = p.grad.clone()
     ref_base.step()
     return [rp.detach() for rp in ref_params]
+
+
+def one_step_exact(
+    y_t: torch.Tensor,
+    m_t: torch.Tensor,
+    theta_next: torch.Tensor,
+    gamma: float,
+    beta: float,
+    beta_next: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One EMA-Nesterov step in float64 from the float32 inputs: ``(p_{t+1}, theta_{t+1})``.
+
+    ``y_t`` and ``m_t`` are the parameter and EMA before the step, ``theta_next`` the base
+    optimizer's output from ``y_t``; the increment is ``theta_{t+1} - (y_t - beta m_t)``.
+    """
+    y, m, th = y_t.double(), m_t.double(), theta_next.double()
+    m_next = gamma * m + (1 - gamma) * (th - (y - beta * m))
+    return th + beta_next * m_next, th

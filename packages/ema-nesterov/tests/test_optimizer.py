@@ -79,11 +79,13 @@ def test_black_box_definition_every_step(name, memory_efficient, h):
 
 @pytest.mark.parametrize("name", ["sgd_momentum", "adamw"])
 @pytest.mark.parametrize(("dtype", "tol"), [(torch.float32, 1e-6), (torch.float64, 1e-13)])
-def test_memory_efficient_matches_default(name, dtype, tol, h):
+def test_memory_efficient_matches_two_buffers(name, dtype, tol, h):
     # 20 steps: in float32 the folded buffer's cancellation error grows ~5e-8 per step
     data = h.batches(20, dtype=dtype)
     a, b = h.make_mlp(dtype=dtype), h.make_mlp(dtype=dtype)
-    h.train(a, EMANesterov(BASES[name](list(a.parameters())), 0.9, 1.0), data)
+    h.train(
+        a, EMANesterov(BASES[name](list(a.parameters())), 0.9, 1.0, memory_efficient=False), data
+    )
     h.train(
         b, EMANesterov(BASES[name](list(b.parameters())), 0.9, 1.0, memory_efficient=True), data
     )

@@ -9,6 +9,7 @@ from typing import Any
 
 import torch
 
+from ema_nesterov._kernels import ema_update, fold_in, fold_out, save_point, shift
 from ema_nesterov._wrapping import (
     as_base_list,
     check_nonneg,
@@ -69,8 +70,11 @@ class EMANesterov(torch.optim.Optimizer):
         beta: Lookahead size ``>= 0`` (default 1.0, inferred).
         beta_schedule: ``step -> multiplier >= 0`` applied to ``ema_beta`` (default: 1),
             e.g. :func:`ema_nesterov.wsd_lookahead_schedule`.
-        memory_efficient: Keep one buffer per parameter instead of two by folding the
-            lookahead point into ``m`` (float32/float64 parameters only).
+        memory_efficient: ``None`` (default): one buffer ``m`` per parameter, the lookahead
+            point folded into it during the step, for float32/float64 parameters and
+            buffers, where the fold is as accurate as keeping ``y`` (tested against a float64
+            reference); two buffers (``m`` and a scratch ``y``) for fp16/bf16. ``True``:
+            always fold (float32/float64 only); ``False``: always keep ``y``.
         state_dtype: dtype of the buffers (default: the parameter's); ``torch.float32``
             keeps the EMA accurate for bf16/fp16 parameters.
         skip_nonfinite: Skip a step whose gradients hold a NaN or inf (no base step, no EMA
@@ -103,7 +107,7 @@ class EMANesterov(torch.optim.Optimizer):
         gamma: float = 0.9,
         beta: float = 1.0,
         beta_schedule: Callable[[int], float] | None = None,
-        memory_efficient: bool = False,
+        memory_efficient: bool | None = None,
         state_dtype: torch.dtype | None = None,
         skip_nonfinite: bool = False,
     ) -> None:
@@ -124,7 +128,7 @@ class EMANesterov(torch.optim.Optimizer):
             )
         self._bases = as_base_list(base_optimizer, EMANesterov)
         self.beta_schedule = beta_schedule
-        self.memory_efficient = bool(memory_efficient)
+        self.memory_efficient = None if memory_efficient is None else bool(memory_efficient)
         self.state_dtype = state_dtype
         self.skip_nonfinite = bool(skip_nonfinite)
         #: Steps skipped for non-finite gradients (``skip_nonfinite=True``).
@@ -153,7 +157,7 @@ class EMANesterov(torch.optim.Optimizer):
     def _init_group(self, group: dict[str, Any]) -> None:
         check_unit_interval("ema_gamma", group["ema_gamma"])
         check_nonneg("ema_beta", group["ema_beta"])
-        if self.memory_efficient:
+        if self.memory_efficient is True:
             for p in group["params"]:
                 if p.dtype not in (torch.float32, torch.float64):
                     raise ValueError(
@@ -255,15 +259,15 @@ class EMANesterov(torch.optim.Optimizer):
             active = [p for p in group["params"] if p.grad is not None]
             idle = [p for p in group["params"] if p.grad is None and "m" in self.state[p]]
             b_now = float(group[_APPLIED])
-            plans.append((group, gamma, b_now, beta * b_next_mult, active, idle))
-            self._pre_step(gamma, b_now, active)
+            plan = self._pre_step(gamma, b_now, active)
+            plans.append((group, gamma, b_now, beta * b_next_mult, plan, idle))
         for base in self._bases:
             base.step()
-        for group, gamma, b_now, b_next, active, idle in plans:
-            self._post_step(gamma, b_now, b_next, active)
+        for group, gamma, b_now, b_next, plan, idle in plans:
+            self._post_step(gamma, b_now, b_next, plan)
             if b_next != b_now:  # re-apply the lookahead on parameters the base skipped
                 for p in idle:
-                    self._shift(p, self.state[p]["m"], b_next - b_now)
+                    shift(p, self.state[p]["m"], b_next - b_now)
             group[_APPLIED] = b_next
         self._ema_step += 1
         return loss
@@ -275,63 +279,42 @@ class EMANesterov(torch.optim.Optimizer):
         norms = torch._foreach_norm([g.float() if g.dtype in _LOW_PRECISION else g for g in grads])
         return bool(torch.isfinite(torch.stack([n.float().cpu() for n in norms])).all())
 
-    def _pre_step(self, gamma: float, b: float, params: list[torch.Tensor]) -> None:
-        if not params:
-            return
-        ms = [self._buffer(p, "m") for p in params]
-        if self.memory_efficient:
-            # m <- (gamma + (1 - gamma) b) m - (1 - gamma) y_t ; completed after the base step.
-            if self._same_dtypes(params, ms):
-                torch._foreach_mul_(ms, gamma + (1.0 - gamma) * b)
-                torch._foreach_add_(ms, params, alpha=-(1.0 - gamma))
-            else:
-                for p, m in zip(params, ms, strict=True):
-                    m.mul_(gamma + (1.0 - gamma) * b).add_(p.to(m.dtype), alpha=-(1.0 - gamma))
-        else:
-            ys = [self._buffer(p, "y") for p in params]
-            torch._foreach_copy_(ys, params)
+    def _folds(self, p: torch.Tensor) -> bool:
+        """Whether ``p`` keeps one buffer (the lookahead point folded into ``m``) or two."""
+        if self.memory_efficient is not None:
+            return self.memory_efficient
+        exact = (torch.float32, torch.float64)
+        return p.dtype in exact and (self.state_dtype is None or self.state_dtype in exact)
 
-    def _post_step(self, gamma: float, b: float, b_next: float, params: list[torch.Tensor]) -> None:
-        if not params:
-            return
-        ms = [self.state[p]["m"] for p in params]
-        same = self._same_dtypes(params, ms)
-        if self.memory_efficient:
-            if same:
-                torch._foreach_add_(ms, params, alpha=1.0 - gamma)
-            else:
-                for p, m in zip(params, ms, strict=True):
-                    m.add_(p.to(m.dtype), alpha=1.0 - gamma)
-        else:
-            # increment theta_{t+1} - theta_t = p - y_t + b m_t, so
-            # m <- (gamma + (1 - gamma) b) m + (1 - gamma) (p - y_t).
-            ys = [self.state[p]["y"] for p in params]
-            coeff = gamma + (1.0 - gamma) * b
-            if same:
-                torch._foreach_sub_(ys, params)  # y <- y_t - theta_{t+1}
-                torch._foreach_mul_(ms, coeff)
-                torch._foreach_add_(ms, ys, alpha=-(1.0 - gamma))
-            else:
-                for p, m, y in zip(params, ms, ys, strict=True):
-                    m.mul_(coeff).add_(p.to(m.dtype) - y.to(m.dtype), alpha=1.0 - gamma)
-        if b_next != 0.0:
-            if same:
-                torch._foreach_add_(params, ms, alpha=b_next)
-            else:
-                for p, m in zip(params, ms, strict=True):
-                    self._shift(p, m, b_next)
+    def _buckets(
+        self, params: list[torch.Tensor]
+    ) -> list[tuple[bool, list[torch.Tensor], list[torch.Tensor]]]:
+        """``(folds, params, ms)`` per mode, device and dtype, so each runs as one kernel."""
+        buckets: dict[tuple, tuple[bool, list[torch.Tensor], list[torch.Tensor]]] = {}
+        for p in params:
+            m = self._buffer(p, "m")
+            folds = self._folds(p)
+            key = (folds, p.device, p.dtype, m.dtype)
+            buckets.setdefault(key, (folds, [], []))
+            buckets[key][1].append(p)
+            buckets[key][2].append(m)
+        return list(buckets.values())
 
-    @staticmethod
-    def _same_dtypes(ps: list[torch.Tensor], ms: list[torch.Tensor]) -> bool:
-        return all(p.dtype == m.dtype for p, m in zip(ps, ms, strict=True))
+    def _pre_step(self, gamma: float, b: float, params: list[torch.Tensor]) -> list:
+        plan = self._buckets(params)
+        for folds, ps, ms in plan:
+            if folds:  # m <- (gamma + (1 - gamma) b) m - (1 - gamma) y_t, completed after
+                fold_in(ps, ms, gamma, b)
+            else:
+                save_point(ps, [self._buffer(p, "y") for p in ps])
+        return plan
 
-    @staticmethod
-    def _shift(p: torch.Tensor, m: torch.Tensor, alpha: float) -> None:
-        """``p <- p + alpha m`` (computed in the wider of the two dtypes)."""
-        if p.dtype == m.dtype:
-            p.add_(m, alpha=alpha)
-        else:
-            p.copy_(p.to(m.dtype).add_(m, alpha=alpha))
+    def _post_step(self, gamma: float, b: float, b_next: float, plan: list) -> None:
+        for folds, ps, ms in plan:
+            if folds:
+                fold_out(ps, ms, gamma, b_next)
+            else:
+                ema_update(ps, [self.state[p]["y"] for p in ps], ms, gamma, b, b_next)
 
     @torch.no_grad()
     def sync_lookahead(self) -> None:
@@ -350,9 +333,9 @@ class EMANesterov(torch.optim.Optimizer):
                     if "m" not in self.state[p]:
                         continue
                     if self._training:
-                        self._shift(p, self.state[p]["m"], delta)
+                        shift(p, self.state[p]["m"], delta)
                     elif p in self._eval_backup:  # eval mode: move the stored lookahead point
-                        self._shift(self._eval_backup[p], self.state[p]["m"], delta)
+                        shift(self._eval_backup[p], self.state[p]["m"], delta)
             group[_APPLIED] = b_new
 
     # ------------------------------------------------------------ eval/train
@@ -375,11 +358,11 @@ class EMANesterov(torch.optim.Optimizer):
             return self
         for p, m, b in self._with_m():
             if b != 0.0:
-                backup = self.state[p].get("y") if not self.memory_efficient else None
+                backup = self.state[p].get("y")
                 backup = torch.empty_like(p) if backup is None else backup
                 backup.copy_(p)
                 self._eval_backup[p] = backup
-                self._shift(p, m, -b)
+                shift(p, m, -b)
         self._training = False
         return self
 
@@ -398,7 +381,7 @@ class EMANesterov(torch.optim.Optimizer):
             if p in self._eval_backup:
                 p.copy_(self._eval_backup[p])
             elif b != 0.0:  # e.g. a checkpoint loaded in eval mode
-                self._shift(p, m, b)
+                shift(p, m, b)
         self._eval_backup.clear()
         self._training = True
         return self
@@ -412,7 +395,7 @@ class EMANesterov(torch.optim.Optimizer):
         if self._training:
             for p, m, b in self._with_m():
                 if b != 0.0:
-                    self._shift(p, m, -b)
+                    shift(p, m, -b)
         self._eval_backup.clear()
         self._training = True
         for group in self.param_groups:

@@ -27,7 +27,8 @@ class NesterovLookahead(EMANesterov):
         base_optimizer: A ``torch.optim.Optimizer`` or a sequence of them.
         beta: Lookahead size ``>= 0``.
         beta_schedule: ``step -> multiplier`` (see :class:`EMANesterov`).
-        memory_efficient: One buffer per parameter instead of two.
+        memory_efficient: ``None`` (default) folds ``y`` into ``m`` for float32/float64
+            parameters, as :class:`EMANesterov` does; ``True``/``False`` force one/two buffers.
         state_dtype: dtype of the buffers.
 
     References:
@@ -46,7 +47,7 @@ class NesterovLookahead(EMANesterov):
         base_optimizer: torch.optim.Optimizer | Sequence[torch.optim.Optimizer],
         beta: float = 0.9,
         beta_schedule: Callable[[int], float] | None = None,
-        memory_efficient: bool = False,
+        memory_efficient: bool | None = None,
         state_dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__(

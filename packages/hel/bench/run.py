@@ -15,18 +15,14 @@ from collections.abc import Callable
 
 import numpy as np
 import torch
+from long_runs import memory, step_time
 from tasks import (
-    MEMORY_KINDS,
-    MEMORY_T,
-    MEMORY_T_QUICK,
     PROBE_ESTIMATORS,
     THRESHOLDS,
     build_model,
     config,
     gap_claim,
     load_task,
-    memory_curve,
-    memory_job,
     train,
     train_seeded,
     trivial_score,
@@ -34,7 +30,7 @@ from tasks import (
 
 import methodkit
 from hel import HamiltonianEcho, compare_estimators
-from methodkit.bench import Claim, Outcome, ResultRow, check, compare, peak_memory, run_suite
+from methodkit.bench import Outcome, ResultRow, check, compare, run_suite
 
 PACKAGE = "hel"
 
@@ -214,63 +210,6 @@ def echo_learning(args: argparse.Namespace) -> Outcome:
     )
 
 
-def _memory_claims(growth: dict[str, float], quick: bool) -> list[Claim]:
-    # A probe that sees no growth for BPTT (whose graph grows with T) cannot tell anything,
-    # and the quick run's T range is too short for either threshold.
-    blind = quick or not growth["bptt"] > 0
-    return [
-        check(
-            "echo estimators: peak RSS grows < 50 MB from T=200 to T=20000",
-            max(growth["hel_two_pass"], growth["hel_centered"]) < 50,
-            f"two_pass {growth['hel_two_pass']:.1f} MB, centered {growth['hel_centered']:.1f} MB",
-            inputs=[growth["hel_two_pass"], growth["hel_centered"], growth["bptt"]],
-            degenerate=blind,
-        ),
-        check(
-            "BPTT: peak RSS grows > 150 MB from T=200 to T=20000",
-            growth["bptt"] > 150,
-            f"{growth['bptt']:.1f} MB",
-            inputs=[growth["bptt"]],
-            degenerate=quick,
-        ),
-    ]
-
-
-def memory(args: argparse.Namespace) -> Outcome:
-    """Peak memory of one backward call against the sequence length T (methodkit.bench)."""
-    Ts = MEMORY_T_QUICK if args.quick else MEMORY_T
-    peak = {}
-    for kind in MEMORY_KINDS:
-        for T in Ts:
-            peak[(kind, T)] = peak_memory(memory_job, args=(kind, T)) / 2**20
-            _log(f"  memory {kind} T={T}: peak RSS above import torch {peak[(kind, T)]:.1f} MiB")
-    rows = [
-        ResultRow.from_values(k, f"extra_peak_rss_mb_T{T}", [peak[(k, T)]], False)
-        for k in MEMORY_KINDS
-        for T in Ts
-    ]
-    growth = {k: peak[(k, Ts[-1])] - peak[(k, Ts[0])] for k in MEMORY_KINDS}
-    growth_metric = f"extra_peak_growth_mb_T{Ts[0]}_to_T{Ts[-1]}"
-    rows += [ResultRow.from_values(k, growth_metric, [growth[k]], False) for k in MEMORY_KINDS]
-    cfg = {
-        "n": 32,
-        "batch": 8,
-        "T": Ts,
-        "measure": "methodkit.bench.peak_memory: a fresh spawned process per (estimator, T) "
-        "runs a warm-up call on 5 steps, then one backward call on T steps; peak RSS above "
-        "the RSS after import torch (clear_refs=5 resets the mark), in MiB",
-    }
-    return Outcome(
-        config=cfg,
-        results=rows,
-        claims=_memory_claims(growth, args.quick),
-        seeds=[0],
-        plot_metrics=[growth_metric],
-        units={growth_metric: "MiB"},
-        extra_plots={"curve": lambda _rec, path: memory_curve(peak, Ts, path)},
-    )
-
-
 BENCHMARKS = {
     "sequential_digits": task_benchmark("sequential_digits"),
     "grad_agreement": grad_agreement,
@@ -279,6 +218,7 @@ BENCHMARKS = {
     "delayed_recall": task_benchmark("delayed_recall"),
     "echo_learning": echo_learning,
     "memory": memory,
+    "step_time": step_time,
 }
 
 

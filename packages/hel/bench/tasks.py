@@ -1,4 +1,4 @@
-"""Helpers of bench/run.py: configurations, data, models, training, memory job, curve plot.
+"""Helpers of bench/run.py: configurations, data, models, training (long runs: long_runs.py).
 
 Script helpers, not part of the wheel (``bench/gunpoint_probe.py`` uses them too).
 """
@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import functools
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -91,9 +90,6 @@ THRESHOLDS = {
     "delayed_recall": 0.30,
 }
 PROBE_ESTIMATORS = ["hel", "hel_two_pass", "eprop_sym", "tbptt_k10"]
-MEMORY_KINDS = ["bptt", "hel_two_pass", "hel_centered"]
-MEMORY_T = [200, 2000, 20000]
-MEMORY_T_QUICK = [200, 400]
 
 
 def config(name: str, quick: bool) -> dict[str, Any]:
@@ -259,40 +255,3 @@ def train_seeded(name: str, method: str, seed: int, quick: bool) -> dict[str, An
         methodkit.seed_everything(seed)
         _TRAINED[key] = train(method, data, config(name, quick), seed, probe)
     return _TRAINED[key]
-
-
-def memory_job(kind: str, T: int) -> None:
-    """One warm-up and one backward call of ``kind`` on T steps (n=32, B=8; picklable)."""
-    torch.set_num_threads(1)
-    g = generator(0)
-    model = EchoRNN(HopfieldOscillatorCell(1, 32, generator=g), 4)
-    x = torch.randn(8, T, 1, generator=g)
-    y = torch.randint(0, 4, (8,), generator=g)
-    loss = torch.nn.CrossEntropyLoss()
-    est = {
-        "bptt": lambda: BPTT(model, loss),
-        "hel_two_pass": lambda: HamiltonianEcho(model, loss, mode="two_pass"),
-        "hel_centered": lambda: HamiltonianEcho(model, loss),
-    }[kind]()
-    est.backward(x[:, :5], y)  # warm-up: allocator, lazy imports
-    est.backward(x, y)
-
-
-def memory_curve(peak: dict[tuple[str, int], float], Ts: list[int], path: Path) -> None:
-    """Peak memory against T, one line per estimator (log x axis)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5, 3.5))
-    for k in MEMORY_KINDS:
-        ax.plot(Ts, [peak[(k, T)] for T in Ts], marker="o", label=k)
-    ax.set_xscale("log")
-    ax.set_xlabel("sequence length T (steps)")
-    ax.set_ylabel("peak RSS above import torch (MiB)")
-    ax.set_title("warm-up + one backward call (n=32, B=8)")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=150)
-    plt.close(fig)

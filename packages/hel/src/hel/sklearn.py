@@ -8,6 +8,7 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from hel._estimator import GradientEstimator
@@ -37,16 +38,30 @@ def _make_estimator(name: str, model: EchoRNN, loss: Any, T: int) -> GradientEst
     return FrozenRecurrence(model, loss)
 
 
+def _validate(
+    est: BaseEstimator, X: Any, y: Any = None, reset: bool = True, multi_output: bool = False
+) -> Any:
+    """scikit-learn's input validation (``validate_data`` from 1.6, the method before)."""
+    kw: dict[str, Any] = {"allow_nd": True, "dtype": [np.float64, np.float32], "reset": reset}
+    if y is not None:
+        kw["multi_output"] = multi_output
+    try:
+        from sklearn.utils.validation import validate_data
+    except ImportError:  # scikit-learn < 1.6
+        return est._validate_data(X, y, **kw) if y is not None else est._validate_data(X, **kw)
+    return validate_data(est, X, y, **kw) if y is not None else validate_data(est, X, **kw)
+
+
 class _EchoRNNBase(BaseEstimator):
-    """Shared fit loop (Adam, mini-batches, mean readout)."""
+    """Shared fit loop (Adam, mini-batches, mean readout, per-channel standardisation)."""
 
     def __init__(
         self,
         hidden_size: int = 64,
         dt: float = 0.2,
         estimator: str = "hel",
-        epochs: int = 30,
-        lr: float = 3e-3,
+        epochs: int = 200,
+        lr: float = 1e-2,
         batch_size: int = 64,
         device: str = "cpu",
         random_state: int | None = None,
@@ -68,17 +83,27 @@ class _EchoRNNBase(BaseEstimator):
             raise ValueError(
                 f"X must be numpy3D (n_cases, n_channels, n_timepoints), got {X.shape}"
             )
-        if not np.isfinite(X).all():
-            raise ValueError("X contains NaN or inf")
+        X = (X - self.mean_[None, :, None]) / self.scale_[None, :, None]
         return torch.from_numpy(np.ascontiguousarray(X.transpose(0, 2, 1))).to(self.device)
+
+    def _standardizer(self, X: NDArray[Any]) -> None:
+        """Per-channel mean and scale of the training series (the inputs' units vary)."""
+        X3 = X[:, None, :] if X.ndim == 2 else X
+        self.mean_ = X3.mean(axis=(0, 2)).astype(np.float32)
+        std = X3.std(axis=(0, 2)).astype(np.float32)
+        self.scale_ = np.where(std > 1e-8, std, 1.0).astype(np.float32)
 
     def _fit(self, X: Any, target: torch.Tensor, out: int, loss: Any) -> None:
         if self.estimator not in ESTIMATORS:
             raise ValueError(f"estimator must be one of {ESTIMATORS}, got {self.estimator!r}")
         if not (isinstance(self.epochs, int) and self.epochs >= 1):
             raise ValueError(f"epochs must be an integer >= 1, got {self.epochs!r}")
+        if X.ndim not in (2, 3):
+            raise ValueError(
+                f"X must be numpy3D (n_cases, n_channels, n_timepoints), got {X.shape}"
+            )
+        self._standardizer(X)
         x = self._to_tensor(X)
-        self.n_features_in_ = x.shape[2]
         seed = 0 if self.random_state is None else int(self.random_state)
         gen = torch.Generator().manual_seed(seed)
         cell_cls = RateEchoCell if self.estimator == "el" else HopfieldOscillatorCell
@@ -104,11 +129,9 @@ class _EchoRNNBase(BaseEstimator):
 
     def _forward(self, X: Any) -> torch.Tensor:
         check_is_fitted(self, "model_")
-        x = self._to_tensor(X)
-        if x.shape[2] != self.n_features_in_:
-            raise ValueError(f"X has {x.shape[2]} channels, fitted with {self.n_features_in_}")
+        X = _validate(self, X, reset=False)
         with torch.no_grad():
-            return self.model_(x)
+            return self.model_(self._to_tensor(X))
 
 
 class EchoRNNClassifier(ClassifierMixin, _EchoRNNBase):
@@ -119,9 +142,9 @@ class EchoRNNClassifier(ClassifierMixin, _EchoRNNBase):
         dt: Leapfrog step.
         estimator: One of ``"hel"``, ``"hel_two_pass"``, ``"el"`` (RateEchoCell with
             homeostasis 1e-2), ``"bptt"``, ``"tbptt"`` (k = T/8), ``"eprop"``, ``"frozen"``.
-        epochs: Passes over the data.
+        epochs: Passes over the data (200: UCR training sets are small).
         lr: Adam learning rate.
-        batch_size: Mini-batch size.
+        batch_size: Mini-batch size (64: full batch on most bundled UCR sets).
         device: Torch device.
         random_state: Seed of initialisation and shuffling.
 
@@ -136,7 +159,8 @@ class EchoRNNClassifier(ClassifierMixin, _EchoRNNBase):
 
     def fit(self, X: Any, y: Any) -> EchoRNNClassifier:
         """Fit on numpy3D ``X`` ``(n, channels, T)`` (or 2-D univariate) and labels ``y``."""
-        y = np.asarray(y)
+        X, y = _validate(self, X, y)
+        check_classification_targets(y)
         self.classes_, enc = np.unique(y, return_inverse=True)
         self._fit(
             X,
@@ -160,9 +184,8 @@ class EchoRNNRegressor(RegressorMixin, _EchoRNNBase):
 
     def fit(self, X: Any, y: Any) -> EchoRNNRegressor:
         """Fit on numpy3D ``X`` and targets ``y`` ``(n,)`` or ``(n, k)``."""
+        X, y = _validate(self, X, y, multi_output=True)
         y = np.asarray(y, dtype=np.float32)
-        if not np.isfinite(y).all():
-            raise ValueError("y contains NaN or inf")
         self._y_1d = y.ndim == 1
         y2 = y[:, None] if self._y_1d else y
         self._fit(X, torch.from_numpy(y2).to(self.device), y2.shape[1], torch.nn.MSELoss())

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SPLITS", "first_integer", "make_sum_prompts", "sum_reward"]
+__all__ = ["SPLITS", "first_integer", "make_sum_prompts", "split_pairs", "sum_reward"]
 
 SPLITS = ("train", "test")
 _INT = re.compile(r"-?\d+")
@@ -23,6 +23,13 @@ _SPLIT_PAIRS = {
     "train": [_PAIRS[i] for i in _ORDER[:70]],
     "test": [_PAIRS[i] for i in _ORDER[70:]],
 }
+
+
+def split_pairs(split: str) -> list[tuple[int, int]]:
+    """The operand pairs ``(a, b)`` of ``split`` (70 for ``train``, 30 for ``test``)."""
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    return list(_SPLIT_PAIRS[split])
 
 
 def _line(a: int, b: int) -> str:

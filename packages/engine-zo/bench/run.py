@@ -1,7 +1,8 @@
 """Forward passes to a target loss (spec tasks A and B), V-cycle ablation, peak memory.
 
 python bench/run.py [--quick] [--seeds 0 1 2] [--threads 1] [--spec] [--workers 2]
-                    [--only forward_passes_A forward_passes_B engine_ablation peak_memory]
+                    [--only forward_passes_A forward_passes_B engine_ablation peak_memory
+                            step_time]
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import sys
 
 import memory
 import protocol as fwd
+import step_time
 from tasks import digits_task, sequence_task
 
 from methodkit.bench import Outcome, ResultRow, run_suite
@@ -28,7 +30,8 @@ FULL_B = {
     "adamw_steps": 100,
     "methods": fwd.COMPARED,
 }
-QUICK_A = {"lrs": [0.01], "budget": 300, "eval_every": 100, "target": 2.0}
+QUICK_A = {"lrs": [0.01], "budget": 200, "eval_every": 100, "target": 2.0}
+QUICK_ABLATION_BUDGET = 100  # five V-cycles of every configuration
 QUICK_B = {
     "lrs": [1e-2],
     "budget": 100,
@@ -40,6 +43,8 @@ QUICK_B = {
 }
 # peak memory: (width, depth, reps); the full size is the claim's ~20M-parameter MLP
 MEMORY = {"full": (1024, 19, 2), "quick": (128, 2, 1)}
+# step time: timed V-cycles (after one untimed) per model; the wide MLP is the memory one
+STEP_TIME = {"full": {"digits": 20, "wide": 2}, "quick": {"digits": 1, "wide": 1}}
 
 
 def config_a(args: argparse.Namespace) -> dict:
@@ -153,7 +158,7 @@ def forward_passes_b(args: argparse.Namespace) -> Outcome:
 def engine_ablation(args: argparse.Namespace) -> Outcome:
     cfg_a = config_a(args)
     task = digits_task(target=cfg_a["target"])
-    lrs, budget = [0.01], cfg_a["budget"]
+    lrs, budget = [0.01], QUICK_ABLATION_BUDGET if args.quick else cfg_a["budget"]
     names = [f"ENGINE {label}" for label in fwd.ABLATION]
     res = fwd.run_task(task, lrs, names, args.seeds, budget, 100, args.workers)
     fwd.print_table(task, res, budget)
@@ -186,6 +191,30 @@ def peak_memory(args: argparse.Namespace) -> Outcome:
     return Outcome(config, rows, [claim], seeds=[0], units={"peak_MiB_above_torch_import": "MiB"})
 
 
+def step_time_benchmark(args: argparse.Namespace) -> Outcome:
+    cycles = STEP_TIME["quick" if args.quick else "full"]
+    width, depth, _ = MEMORY["quick" if args.quick else "full"]
+    models = {
+        "digits MLP": (step_time.digits_model, cycles["digits"], args.quick),
+        f"{depth}x{width} MLP": (
+            lambda: step_time.wide_model(width, depth),
+            cycles["wide"],
+            args.quick,
+        ),
+    }
+    rows, claims, config = step_time.measure(models)
+    config = {"models": config, "limit": step_time.LIMIT, "eps": step_time.EPS, "lr": step_time.LR}
+    config["note"] = "medians of per-step ratios to the MeZO step taken in the same round"
+    return Outcome(
+        config,
+        rows,
+        claims,
+        seeds=[0],
+        plot_metrics=["time_ratio_to_MeZO"],
+        units={"ms_per_step": "ms", "time_ratio_to_MeZO": "x MeZO step"},
+    )
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--spec",
@@ -206,6 +235,7 @@ def main(argv: list[str] | None = None) -> int:
         "forward_passes_B": forward_passes_b,
         "engine_ablation": engine_ablation,
         "peak_memory": peak_memory,
+        "step_time": step_time_benchmark,
     }
     return run_suite(PACKAGE, benchmarks, argv, add_arguments=add_arguments)
 

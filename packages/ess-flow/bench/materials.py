@@ -64,7 +64,10 @@ def volume_per_atom(x: torch.Tensor) -> torch.Tensor:
 
 
 def emt_energy_per_atom(x: torch.Tensor) -> torch.Tensor:
-    """EMT potential energy per atom (eV) of each encoded cell, ``(batch, 1)`` (forward only)."""
+    """EMT potential energy per atom (eV) of each encoded cell, ``(batch, 1)`` (forward only).
+
+    A non-finite row or a lattice constant below 2.5 A is no cell: its energy is ``+inf``.
+    """
     from ase import Atoms
     from ase.calculators.emt import EMT
 
@@ -73,6 +76,9 @@ def emt_energy_per_atom(x: torch.Tensor) -> torch.Tensor:
     out = np.empty(len(xs))
     for i, row in enumerate(xs):
         a = A_MID + A_SCALE * row[0]
+        if not np.isfinite(row).all() or a < 2.5:  # diverged sample (e.g. DPS): not a cell
+            out[i] = np.inf
+            continue
         pos = (FCC * a + DISP_SCALE * row[1:13].reshape(4, 3)) / a
         symbols = ["Au" if s > 0 else "Cu" for s in row[13:17]]
         atoms = Atoms(symbols, scaled_positions=pos, cell=np.eye(3) * a, pbc=True)

@@ -37,6 +37,9 @@ def test_result_is_a_shap_explanation_and_plots_accept_it(rng):
     plt.close("all")
     e.plot("beeswarm", show=False)
     plt.close("all")
+    assert esensc.plots.waterfall is shap.plots.waterfall  # thin: shap's own plots
+    with pytest.raises(AttributeError, match="no plot called 'pie'"):
+        _ = esensc.plots.pie
     with pytest.raises(ValueError, match="no plot called 'pie'"):
         e.plot("pie")
     plain = e.to_shap()
@@ -143,6 +146,12 @@ def test_works_without_shap_installed():
             assert "esensc[shap]" in str(exc)
         else:
             raise SystemExit("plot() did not raise")
+        try:
+            esensc.plots.beeswarm(e)
+        except ImportError as exc:
+            assert "esensc[shap]" in str(exc)
+        else:
+            raise SystemExit("esensc.plots did not raise")
         """
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -198,7 +198,7 @@ QUICK = {
     "n_test": 8,
     "prompts": 4,
     "population": 4,
-    "seconds": 1.0,
+    "seconds": 0.25,
     "memory_batch": 4,
 }
 METHODS = {"ES": "es", "ESSAM": "standard", "ESSAM-acc": "accelerated", "GRPO": None}

@@ -216,6 +216,7 @@ def train_lm(
     eval_every: int = 100,
     eval_windows: int = 128,
     model_kwargs: dict[str, int] | None = None,
+    schedule_lr: bool = True,
 ) -> LMResult:
     """Train a :class:`TinyGPT` with a warmup-stable-decay learning rate; return the losses.
 
@@ -234,6 +235,8 @@ def train_lm(
         eval_every: Validation interval for the curve (on ``eval_windows`` windows).
         eval_windows: Windows used for the curve; the final loss uses the whole split.
         model_kwargs: :class:`TinyGPT` arguments.
+        schedule_lr: Attach the warmup-stable-decay ``LambdaLR`` (off for schedule-free
+            optimizers, which warm up themselves and need no decay).
 
     Returns:
         The final validation loss (nats/byte), the curve, time per step and state size.
@@ -246,7 +249,7 @@ def train_lm(
         model = TinyGPT(**model_kwargs)
     phases = Phases(steps, warmup, round(decay_fraction * steps))
     opt = make_optimizer(model, phases)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, phases.lr_factor)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, phases.lr_factor) if schedule_lr else None
     result = LMResult(final_val_loss=float("nan"))
     result.param_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
 
@@ -274,7 +277,8 @@ def train_lm(
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
-        sched.step()
+        if sched is not None:
+            sched.step()
         elapsed += time.perf_counter() - t0
     result.sec_per_step = elapsed / max(1, step + 1)
     result.state_bytes = optimizer_state_bytes(opt)

@@ -1,6 +1,7 @@
-"""Reproduction of EMA-Nesterov: convex quadratics and a tiny character-level LM.
+"""Reproduction of EMA-Nesterov: quadratics, byte-level LMs, step time, digits MLP.
 
-python bench/run.py [--quick] [--seeds 0 1 2] [--threads 1] [--only quadratic char_lm]
+python bench/run.py [--quick] [--seeds 0 1 2] [--threads 1]
+    [--only quadratic char_lm step_time digits lm_bases]
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np
 from plots import plot_char_lm, plot_quadratic
+from suites import digits, lm_bases, step_time
 
 import methodkit
 from methodkit.bench import Claim, Outcome, ResultRow, check, run_suite
@@ -268,7 +270,8 @@ def char_lm(args: argparse.Namespace) -> Outcome:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the selected benchmarks (default: both) and return the exit code."""
-    return run_suite(PACKAGE, {"quadratic": quadratic, "char_lm": char_lm}, argv)
+    suites = {"quadratic": quadratic, "char_lm": char_lm, "step_time": step_time}
+    return run_suite(PACKAGE, {**suites, "digits": digits, "lm_bases": lm_bases}, argv)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from importlib.metadata import version as _version
 
 from ema_nesterov._ema_nesterov import EMANesterov
 from ema_nesterov.baselines import Lookahead, NesterovLookahead
+from ema_nesterov.momentum_rule import momentum_gain, momentum_matched_beta
 from ema_nesterov.schedules import BetaScheduler, constant_schedule, wsd_lookahead_schedule
 
 __version__ = _version("ema-nesterov")
@@ -20,5 +21,7 @@ __all__ = [
     "NesterovLookahead",
     "__version__",
     "constant_schedule",
+    "momentum_gain",
+    "momentum_matched_beta",
     "wsd_lookahead_schedule",
 ]

@@ -1,0 +1,128 @@
+"""Outcomes of the step-time, digits and multi-base LM benchmarks (bench/run.py names them)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import numpy as np
+from plots import plot_char_lm
+
+import methodkit
+from methodkit.bench import Outcome, ResultRow, check, compare
+
+
+def step_time(args: argparse.Namespace) -> Outcome:
+    """Median optimizer.step() time, wrapper vs base, fused and foreach AdamW, 4.9M MLP."""
+    from steptime import measure_step_time
+
+    r = measure_step_time(steps=3 if args.quick else 40)
+    runs = r["runs"]
+    rows = [ResultRow.from_values(n, "step_ms", v["step_ms"], False) for n, v in runs.items()]
+    rows += [
+        ResultRow.from_values(n, "state_tensors_per_param", [v["state_tensors"]], False)
+        for n, v in runs.items()
+    ]
+    claims = []
+    for impl in ("fused", "foreach"):
+        base, ours = runs[f"AdamW({impl})"], runs[f"EMA-Nesterov(AdamW({impl}))"]
+        ratio = ours["median_ms"] / base["median_ms"]
+        claims.append(
+            compare(
+                f"step time <= 1.5 x AdamW({impl})'s own step (default mode, median)",
+                ours["median_ms"],
+                "<=",
+                base["median_ms"],
+                scale=1.5,
+                measured=f"{ratio:.2f}x ({ours['median_ms']:.1f} vs {base['median_ms']:.1f} ms)",
+            )
+        )
+    n_ours = runs["EMA-Nesterov(AdamW(fused))"]["state_tensors"]
+    n_base = runs["AdamW(fused)"]["state_tensors"]
+    claims.append(
+        check(
+            "default mode keeps one state tensor per parameter beyond the base's",
+            n_ours - n_base == 1,
+            f"{n_ours} vs AdamW's {n_base}",
+            inputs=[n_ours, n_base],
+        )
+    )
+    config = {"n_params": r["n_params"], "widths": [256, 2048, 2048, 64], "timed_steps": 40}
+    if args.quick:
+        config["timed_steps"] = 3
+    return Outcome(config, rows, claims, units={"step_ms": "ms"})
+
+
+def digits(args: argparse.Namespace) -> Outcome:
+    """Digits MLP: the wrapper's defaults and the momentum-matched beta against the bare base."""
+    from digits import run_digits
+
+    methodkit.seed_everything(args.seeds[0])
+    r = run_digits(list(args.seeds), args.quick)
+    acc = r["accuracy"]
+    rows = [ResultRow.from_values(k, "test_accuracy", v, True) for k, v in acc.items()]
+    claims = []
+    for base, beta in r["matched_beta"].items():
+        ref = float(np.mean(acc[f"{base}/base"]))
+        for kind, label in (("default", "defaults (beta 1)"), ("matched", f"beta {beta:.3f}")):
+            claims.append(
+                compare(
+                    f"{base}: EMA-Nesterov with {label} >= bare base accuracy (mean of seeds)",
+                    float(np.mean(acc[f"{base}/{kind}"])),
+                    ">=",
+                    ref,
+                )
+            )
+    config = {**r["config"], "matched_beta": r["matched_beta"]}
+    return Outcome(config, rows, claims, plot_metrics=["test_accuracy"])
+
+
+def _mean(runs: dict[str, list[dict[str, Any]]], name: str) -> float:
+    return float(np.mean([x["val_loss"] for x in runs[name]]))
+
+
+def lm_bases(args: argparse.Namespace) -> Outcome:
+    """Byte-level LM over AdamW, Muon and SOAP, with and without EMA-Nesterov, and peers."""
+    from lm_bases import run_lm_bases
+
+    methodkit.seed_everything(args.seeds[0])
+    r = run_lm_bases(list(args.seeds), args.quick)
+    runs = r["runs"]
+    rows = [
+        ResultRow.from_values(n, "val_loss", [x["val_loss"] for x in rs], False)
+        for n, rs in runs.items()
+    ]
+    rows += [
+        ResultRow.from_values(f"sweep {k}", "val_loss_sweep", [v["val_loss"]])
+        for k, v in r["sweep"].items()
+    ]
+    claims = []
+    for base in ("AdamW", "Muon", "SOAP"):
+        if base in runs:
+            ours, ref = _mean(runs, f"EMA-Nesterov({base})"), _mean(runs, base)
+            claims.append(
+                compare(
+                    f"EMA-Nesterov({base}) <= {base} (val loss, mean of seeds)", ours, "<=", ref
+                )
+            )
+    for peer in ("NesterovLookahead(AdamW)", "ScheduleFree(AdamW)"):
+        if peer in runs:
+            ours = _mean(runs, "EMA-Nesterov(AdamW)")
+            claims.append(compare(f"EMA-Nesterov(AdamW) <= {peer}", ours, "<=", _mean(runs, peer)))
+    config = {
+        **r["config"],
+        "corpus": r["corpus"],
+        "sweep": r["sweep"],
+        "curves": {
+            n: {"steps": rs[0]["curve_steps"], "val_loss": [x["curve_val_loss"] for x in rs]}
+            for n, rs in runs.items()
+        },
+    }
+    return Outcome(
+        config,
+        rows,
+        claims,
+        plot_metrics=["val_loss"],
+        units={"val_loss": "nats/byte"},
+        extra_plots={"curves": plot_char_lm},
+    )

@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 import torch
+from classifier import classifier
 from long_runs import memory, step_time
 from tasks import (
     PROBE_ESTIMATORS,
@@ -219,6 +220,7 @@ BENCHMARKS = {
     "echo_learning": echo_learning,
     "memory": memory,
     "step_time": step_time,
+    "classifier": classifier,
 }
 
 

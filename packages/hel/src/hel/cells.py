@@ -27,11 +27,38 @@ __all__ = [
 _Act = tuple[
     Callable[[torch.Tensor], torch.Tensor], Callable[..., torch.Tensor], Callable[..., torch.Tensor]
 ]
-# (sigma(x), sigma'(x, s), sigma''(x, s, d)) with s = sigma(x), d = sigma'(x)
+
+
+# (sigma(x), sigma'(x, s), sigma''(x, s, d)) with s = sigma(x), d = sigma'(x); module-level
+# functions (not lambdas) so that cells pickle.
+def _dtanh(x: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+    return 1.0 - s * s
+
+
+def _d2tanh(x: torch.Tensor, s: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
+    return -2.0 * s * d
+
+
+def _dsigmoid(x: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+    return s * (1.0 - s)
+
+
+def _d2sigmoid(x: torch.Tensor, s: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
+    return d * (1.0 - 2.0 * s)
+
+
+def _dsin(x: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+    return torch.cos(x)
+
+
+def _d2sin(x: torch.Tensor, s: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
+    return -s
+
+
 _ACTIVATIONS: dict[str, _Act] = {
-    "tanh": (torch.tanh, lambda x, s: 1.0 - s * s, lambda x, s, d: -2.0 * s * d),
-    "sigmoid": (torch.sigmoid, lambda x, s: s * (1.0 - s), lambda x, s, d: d * (1.0 - 2.0 * s)),
-    "sin": (torch.sin, lambda x, s: torch.cos(x), lambda x, s, d: -s),
+    "tanh": (torch.tanh, _dtanh, _d2tanh),
+    "sigmoid": (torch.sigmoid, _dsigmoid, _d2sigmoid),
+    "sin": (torch.sin, _dsin, _d2sin),
 }
 
 

@@ -39,17 +39,21 @@ def _make_estimator(name: str, model: EchoRNN, loss: Any, T: int) -> GradientEst
 
 
 def _validate(
-    est: BaseEstimator, X: Any, y: Any = None, reset: bool = True, multi_output: bool = False
+    est: BaseEstimator,
+    X: Any,
+    y: Any = "no_validation",
+    reset: bool = True,
+    multi_output: bool = False,
 ) -> Any:
     """scikit-learn's input validation (``validate_data`` from 1.6, the method before)."""
     kw: dict[str, Any] = {"allow_nd": True, "dtype": [np.float64, np.float32], "reset": reset}
-    if y is not None:
+    if not (isinstance(y, str) and y == "no_validation"):
         kw["multi_output"] = multi_output
     try:
         from sklearn.utils.validation import validate_data
     except ImportError:  # scikit-learn < 1.6
-        return est._validate_data(X, y, **kw) if y is not None else est._validate_data(X, **kw)
-    return validate_data(est, X, y, **kw) if y is not None else validate_data(est, X, **kw)
+        return est._validate_data(X, y, **kw)
+    return validate_data(est, X, y, **kw)
 
 
 class _EchoRNNBase(BaseEstimator):
@@ -176,11 +180,20 @@ class EchoRNNClassifier(ClassifierMixin, _EchoRNNBase):
 
     def predict(self, X: Any) -> NDArray[Any]:
         """Predicted labels."""
-        return self.classes_[self.predict_proba(X).argmax(axis=1)]
+        proba = self.predict_proba(X)  # raises NotFittedError before fit
+        return self.classes_[proba.argmax(axis=1)]
 
 
 class EchoRNNRegressor(RegressorMixin, _EchoRNNBase):
     """Time-series regressor (one scalar or vector target per series), same options."""
+
+    def __sklearn_tags__(self) -> Any:  # scikit-learn >= 1.6
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
+    def _more_tags(self) -> dict[str, bool]:  # scikit-learn < 1.6
+        return {"multioutput": True}
 
     def fit(self, X: Any, y: Any) -> EchoRNNRegressor:
         """Fit on numpy3D ``X`` and targets ``y`` ``(n,)`` or ``(n, k)``."""

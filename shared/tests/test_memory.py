@@ -28,3 +28,17 @@ def test_peak_memory_reports_a_failing_child():
     pytest.importorskip("torch")
     with pytest.raises(RuntimeError, match="child failed"):
         peak_memory(functools.partial(int, "not a number"))
+
+
+def test_peak_memory_in_process_sees_a_large_allocation_and_nothing_else():
+    np = pytest.importorskip("numpy")
+    pytest.importorskip("torch")
+
+    def touch(n: int) -> None:
+        a = np.ones(n, dtype=np.float32)  # 8M float32 = 30.5 MiB, every page written
+        del a
+
+    big = peak_memory(touch, in_process=True, args=(8_000_000,))
+    small = peak_memory(touch, in_process=True, args=(1000,))
+    assert 30 * 2**20 < big < 40 * 2**20
+    assert small < 4 * 2**20

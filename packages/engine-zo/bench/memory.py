@@ -50,7 +50,9 @@ def measure(
     peaks: dict[str, list[float]] = {"MeZO": [], "ENGINE": []}
     for _ in range(reps):
         for method in peaks:
-            bytes_ = peak_memory(memory_step, "cpu", args=(method, width, depth, threads))
+            bytes_ = peak_memory(
+                memory_step, "cpu", args=(method, width, depth, threads), in_process=quick
+            )
             peaks[method].append(bytes_ / 2**20)
     print(
         f"  peak memory ({n_params / 1e6:.1f}M params): "
@@ -77,6 +79,7 @@ def measure(
         "batch": 32,
         "reps": reps,
         "steps_measured": 2,
-        "measure": "methodkit.bench.peak_memory (CPU RSS, spawned process)",
+        "measure": "methodkit.bench.peak_memory (CPU RSS, "
+        + ("in process: quick smoke run)" if quick else "spawned process)"),
     }
     return rows, claim, cfg

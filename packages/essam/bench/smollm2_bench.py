@@ -9,8 +9,6 @@ process (``/proc/self/clear_refs``), per training step.
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import time
 from typing import Any
 
@@ -22,6 +20,7 @@ from essam.baselines import MinimalGRPO
 from essam.memo import memoize_frozen_layers
 from essam.rollout import generate
 from essam.tasks.sums import make_sum_prompts, sum_reward
+from methodkit.bench import peak_memory
 
 
 def load(quick: bool) -> tuple[Any, Any]:
@@ -124,26 +123,9 @@ def run_grpo(model: Any, tok: Any, cfg: dict, seed: int) -> dict:
     }
 
 
-def _status_mib(key: str) -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(key):
-                return int(line.split()[1]) / 1024
-    return float("nan")
-
-
 def peak_above_resident(fn: Any) -> float:
-    """Peak RSS (MiB) of ``fn()`` above the process's resident set just before it (Linux)."""
-    with contextlib.suppress(OSError):
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")  # reset the high-water mark VmHWM to the current RSS
-    except OSError:
-        return float("nan")
-    before = _status_mib("VmRSS")
-    fn()
-    return _status_mib("VmHWM") - before
+    """Peak RSS (MiB) of ``fn()`` above this process's resident set just before it."""
+    return peak_memory(fn, "cpu", in_process=True) / 2**20
 
 
 def memory(model: Any, tok: Any, params: list, cfg: dict) -> dict[str, float]:

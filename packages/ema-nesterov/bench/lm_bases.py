@@ -6,13 +6,13 @@ Scaled down from the spec's protocol to fit ~10 min of one core (factors in ``SC
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from typing import Any
 
 import torch
-from lm import Phases, TinyGPT, stdlib_char_corpus, train_lm
+from lm import Phases, TinyGPT, stdlib_char_corpus
+from tasks import scored_val_loss, train_from_config
 
 from ema_nesterov import EMANesterov, NesterovLookahead, wsd_lookahead_schedule
 
@@ -101,21 +101,10 @@ def _schedule_free(cfg: dict[str, Any]) -> Factory:
 def _run(
     cfg: dict[str, Any], factory: Factory, corpus: Any, seed: int, steps: int, **kw: Any
 ) -> dict:
-    res = train_lm(
-        factory,
-        corpus,
-        steps=steps,
-        batch_size=cfg["batch_size"],
-        warmup=min(cfg["warmup"], steps // 4),
-        decay_fraction=cfg["decay_fraction"],
-        seed=seed,
-        eval_every=cfg["eval_every"],
-        model_kwargs=cfg["model"],
-        **kw,
-    )
+    res = train_from_config(cfg, factory, corpus, seed, steps, **kw)
     return {
         "seed": seed,
-        "val_loss": res.final_val_loss if not res.diverged else math.log(256),
+        "val_loss": scored_val_loss(res),
         "diverged": res.diverged,
         "curve_steps": res.curve_steps,
         "curve_val_loss": res.curve_val_loss,

@@ -136,7 +136,10 @@ class _MultiBase(EMANesterov):
         super().__init__(bases, gamma=0.0, beta=0.0)
 
 
-def _train(cfg: dict[str, Any], factory: Factory, corpus: CharCorpus, seed: int, steps: int) -> Any:
+def train_from_config(
+    cfg: dict[str, Any], factory: Factory, corpus: CharCorpus, seed: int, steps: int, **kw: Any
+) -> Any:
+    """``train_lm`` with the sizes and schedule of a benchmark config (``kw`` passed on)."""
     return train_lm(
         factory,
         corpus,
@@ -147,10 +150,12 @@ def _train(cfg: dict[str, Any], factory: Factory, corpus: CharCorpus, seed: int,
         seed=seed,
         eval_every=cfg["eval_every"],
         model_kwargs=cfg["model"],
+        **kw,
     )
 
 
-def _val(res: Any) -> float:
+def scored_val_loss(res: Any) -> float:
+    """Final validation loss of a run, log(256) where it diverged."""
     # a diverged run scores the uniform-prediction loss log(256) so means stay finite
     return res.final_val_loss if not res.diverged else math.log(256)
 
@@ -223,10 +228,10 @@ def run_lm(seeds: Sequence[int], quick: bool = False, progress: bool = False) ->
                     sched = wsd_lookahead_schedule(ph.total, ph.warmup, ph.decay)
                     return EMANesterov(_adamw(cfg, m.parameters()), g, b, beta_schedule=sched)
 
-                res = _train(cfg, factory, corpus, 0, cfg["sweep_steps"])
-                scores[beta] = _val(res)
+                res = train_from_config(cfg, factory, corpus, 0, cfg["sweep_steps"])
+                scores[beta] = scored_val_loss(res)
                 out["sweep"][f"gamma={gamma:g},beta={beta:g}"] = {
-                    "val_loss": _val(res),
+                    "val_loss": scored_val_loss(res),
                     "diverged": res.diverged,
                 }
             best[gamma] = min(scores, key=scores.__getitem__)
@@ -237,11 +242,11 @@ def run_lm(seeds: Sequence[int], quick: bool = False, progress: bool = False) ->
     runs: dict[str, list[dict[str, Any]]] = {}
     for name, factory in methods.items():
         for seed in seeds:
-            res = _train(cfg, factory, corpus, seed, cfg["steps"])
+            res = train_from_config(cfg, factory, corpus, seed, cfg["steps"])
             runs.setdefault(name, []).append(
                 {
                     "seed": seed,
-                    "val_loss": _val(res),
+                    "val_loss": scored_val_loss(res),
                     "diverged": res.diverged,
                     "curve_steps": res.curve_steps,
                     "curve_val_loss": res.curve_val_loss,

@@ -2,6 +2,8 @@
 
 import torch
 
+from eris_fl import assign
+
 
 def make_mlp(seed=0, dtype=torch.float64, d_in=6, hidden=5, d_out=3):
     gen = torch.Generator().manual_seed(seed)
@@ -28,6 +30,18 @@ def make_clients(num_clients=7, seed=0, dtype=torch.float64, d_in=6, d_out=3):
 def dist_model():
     """Deliberately unseeded: launch_local must broadcast rank 0's initial state."""
     return torch.nn.Sequential(torch.nn.Linear(6, 4), torch.nn.Tanh(), torch.nn.Linear(4, 3))
+
+
+class FixedInit:
+    """Model builder whose rank-0 state we know, to run the simulator from the same x_0."""
+
+    def __init__(self, x0):
+        self.x0 = x0
+
+    def __call__(self):
+        model = dist_model()
+        assign(model, self.x0)
+        return model
 
 
 def dist_data(rank):

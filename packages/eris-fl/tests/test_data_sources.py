@@ -4,12 +4,11 @@ import pytest
 import torch
 import torch.utils.data as tud
 
-from _eris_helpers import dist_loader, dist_model, make_clients, make_mlp, mean_loss
+from _eris_helpers import FixedInit, dist_loader, dist_model, make_clients, make_mlp, mean_loss
 from eris_fl import (
     ERISConfig,
     FedAvgConfig,
     RandK,
-    assign,
     flatten,
     run_fedavg,
     run_simulation,
@@ -73,25 +72,15 @@ def test_simulator_history_has_every_rounds_metrics():
         _ = hist.ledger
 
 
-class _FixedInit:
-    def __init__(self, x0):
-        self.x0 = x0
-
-    def __call__(self):
-        model = dist_model()
-        assign(model, self.x0)
-        return model
-
-
 @pytest.mark.slow
 def test_gloo_engine_takes_dataloaders_and_returns_a_history():
     torch.manual_seed(0)
     x0 = flatten(dist_model())
     cfg = ERISConfig(num_aggregators=2, seed=3)
     hist = launch_local(
-        3, _FixedInit(x0), dist_loader, cfg, 3, eval_fn=mean_loss, return_history=True
+        3, FixedInit(x0), dist_loader, cfg, 3, eval_fn=mean_loss, return_history=True
     )
-    model = _FixedInit(x0)()
+    model = FixedInit(x0)()
     ref = run_simulation(model, [dist_loader(r) for r in range(3)], cfg, 3, eval_fn=mean_loss)
     torch.testing.assert_close(hist.params, ref.params, rtol=0, atol=1e-6)
     assert [row["round"] for row in hist.metrics] == [0.0, 1.0, 2.0]

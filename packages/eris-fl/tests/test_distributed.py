@@ -6,7 +6,7 @@ import time
 import pytest
 import torch
 
-from _eris_helpers import dist_data, dist_data_crash, dist_model
+from _eris_helpers import FixedInit, dist_data, dist_data_crash, dist_model
 from eris_fl import ERISConfig, LocalTrainer, RandK, assign, flatten, run_simulation
 from eris_fl.distributed import config_from_toml, launch_local, main
 
@@ -20,18 +20,6 @@ def _simulate(x0, config):
     return run_simulation(model, data, config, ROUNDS, LocalTrainer(batch_size=4)).params
 
 
-class _FixedInit:
-    """Model builder whose rank-0 state we know, to run the simulator from the same x_0."""
-
-    def __init__(self, x0):
-        self.x0 = x0
-
-    def __call__(self):
-        model = dist_model()
-        assign(model, self.x0)
-        return model
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("comm", ["p2p", "collective"])
 @pytest.mark.parametrize("dsc", [False, True])
@@ -41,7 +29,7 @@ def test_launch_local_equals_simulation(comm, dsc):
     cfg = ERISConfig(num_aggregators=2, compressor=RandK(0.3) if dsc else None, seed=4)
     got = launch_local(
         WORLD,
-        _FixedInit(x0),
+        FixedInit(x0),
         dist_data,
         cfg,
         ROUNDS,

@@ -257,6 +257,7 @@ class ZOOptimizer(torch.optim.Optimizer):
         return torch.tensor(loss)
 
     def _zo_step_impl(self, closure: Callable[[], Any]) -> float:
+        """One zeroth-order step of the subclass's method; returns the loss it saw."""
         raise NotImplementedError
 
     def _extra_state(self) -> dict[str, Any]:

@@ -272,6 +272,7 @@ class _EchoBase(GradientEstimator):
         return chunks.result()
 
     def _finish(self, S: list[torch.Tensor], h: float) -> list[torch.Tensor]:
+        """Turn the accumulated echo statistics ``S`` into parameter gradients (per mode)."""
         raise NotImplementedError
 
     def _linearized(self, x: torch.Tensor, y: torch.Tensor, fwd: _Inference) -> list:

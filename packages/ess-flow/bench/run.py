@@ -66,6 +66,12 @@ FULL = {
         "pcn_betas": [0.05, 0.1, 0.2, 0.4, 0.8],
         "pilot_iters": 20,
         "n_prior": 4000,
+        # target rule, fixed before the run: q* = 80 % quantile of q among the trained flow's
+        # prior samples with |f - 0.25| <= 0.03 (seed 10000 + seed, disjoint from evaluation)
+        "target_quantile": 0.8,
+        "target_prior_n": 4000,
+        "target_seed_offset": 10000,
+        "target_min_count": 50,
     },
     "chains": {
         "train_steps": 5000,
@@ -155,6 +161,8 @@ QUICK = {
         "pcn_betas": [0.2],
         "pilot_iters": 3,
         "n_prior": 500,
+        "target_prior_n": 500,
+        "target_min_count": 10,
     },
     "chains": {
         **FULL["chains"],

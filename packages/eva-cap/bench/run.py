@@ -7,7 +7,8 @@ clips, scored against their gold events.
 
     python bench/run.py [--quick] [--seeds 0 1 2] [--threads 1] [--only main ablations]
 
-The protocol is scaled (SFT 1000 of 6600 steps, GRPO 300 of 2100): see ``tasks.FULL``.
+The protocol is scaled by 1/5 in both stages (SFT 1320 of 6600 steps, GRPO 420 of 2100): see
+``tasks.FULL``.
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ def _config(sc: tasks.Scale, extra: dict | None = None) -> dict:
             "clips_per_grpo_step": sc.clips_per_step, "G": sc.G, "grpo_lr": 1e-4, "beta": 0.04,
             "epsilon": 0.2, "decoding": "greedy", "model": "TinyAVCaptioner d=64, 2+2 layers",
             "scale_factor": {"sft": f"{sc.sft_steps}/{SPEC['sft_steps']}",
-                             "grpo": f"{sc.grpo_steps}/{SPEC['grpo_steps']}"},
+                             "grpo": f"{sc.grpo_steps}/{SPEC['grpo_steps']}",
+                             "both": round(sc.sft_steps / SPEC["sft_steps"], 3)},
             **(extra or {})}  # fmt: skip
 
 

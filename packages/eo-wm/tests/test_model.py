@@ -197,3 +197,46 @@ def test_loss_ignores_cloudy_target_pixels():
         l2 = flow_matching_loss(m, batch, torch.Generator().manual_seed(0))
     assert float(l1) == pytest.approx(float(l2))
     assert np.isfinite(float(l1))
+
+
+@pytest.mark.parametrize("residual", [True, False])
+def test_flow_space_round_trip(residual):
+    m = EOWorldModel(_cfg(residual=residual))
+    m.set_normalization(
+        band_mean=torch.tensor([0.1, 0.2, 0.3, 0.4]),
+        band_std=torch.tensor([0.5, 0.6, 0.7, 0.8]),
+        residual_std=torch.tensor([0.2, 0.3, 0.4, 0.5]),
+    )
+    ctx, msk, _, _ = _inputs()
+    tgt = torch.rand(B, TF, 4, HW, HW)
+    back = m.from_flow_space(m.to_flow_space(tgt, ctx, msk), ctx, msk)
+    assert torch.allclose(back, tgt, atol=1e-6)
+
+
+def test_residual_flow_space_is_zero_for_persistence():
+    """A target equal to the last clean context pixel is 0 in the residual space."""
+    from eo_wm.baselines import persistence_forecast
+
+    m = EOWorldModel(_cfg())
+    m.set_normalization(band_mean=torch.full((4,), 0.2), band_std=torch.full((4,), 0.1))
+    ctx, msk, _, _ = _inputs()
+    msk[:, 0] = 1.0  # every pixel seen at least once
+    pers = torch.as_tensor(persistence_forecast(ctx.numpy(), msk.numpy(), TF), dtype=torch.float32)
+    assert m.to_flow_space(pers, ctx, msk).abs().max() < 1e-5
+    assert m.to_flow_space(pers + 0.1, ctx, msk).abs().min() > 0.5  # scaled by residual_std
+    plain = EOWorldModel(_cfg(residual=False))
+    plain.set_normalization(band_mean=torch.full((4,), 0.2), band_std=torch.full((4,), 0.1))
+    assert plain.to_flow_space(pers, ctx, msk).abs().max() > 0.1
+
+
+def test_residual_std_from_training_windows():
+    from eo_wm.train import normalization_stats
+
+    batch = _batch()
+    batch["context_mask"][:] = 1.0
+    batch["target"] = batch["context"][:, -1:].repeat(1, TF, 1, 1, 1) + 0.0
+    stats = normalization_stats(batch)
+    assert torch.allclose(stats["residual_std"], torch.full((4,), 1e-3))  # clamped: no residual
+    batch["target"][:, :, 1] += 0.05
+    std = normalization_stats(batch)["residual_std"]
+    assert std[1] == pytest.approx(0.05 / float(stats["band_std"][1]), rel=1e-4)

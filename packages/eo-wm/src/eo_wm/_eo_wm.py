@@ -13,6 +13,9 @@ The algorithm box (spec "The method", steps 2-5):
    the last clean context pixels, static maps and mask added through a zero-initialised linear
    layer to the target tokens in every block. (Pathway details are *inferred* from the abstract.)
 4. Rectified flow: ``x_s = (1 - s) eps + s x``, velocity target ``x - eps`` (see ``train``).
+   With ``residual=True`` (default; a choice of this package, not from the paper) ``x`` is the
+   residual of the normalised target over the last clean context pixel, scaled per band by its
+   training std, the same persistence-residual parametrisation the ConvLSTM baseline uses.
 5. Euler or Heun sampling of an ensemble with independent noise; optional guidance on the
    anomaly pathway.
 """
@@ -41,6 +44,8 @@ class EOWMConfig:
     ``conditioning``: ``"decomposed"`` (EO-WM), ``"undifferentiated"`` (raw standardised
     weather and day of year through one per-frame MLP into adaLN only) or ``"merged"`` (the
     ablation: baseline, anomaly and stress concatenated into that single adaLN path).
+    ``residual``: diffuse the scaled residual over the last clean context pixel instead of the
+    frame itself (see :meth:`EOWorldModel.to_flow_space`).
     """
 
     in_channels: int
@@ -58,6 +63,7 @@ class EOWMConfig:
     causal_forcing: bool = True
     cond_dropout: float = 0.1
     n_stress: int = 4
+    residual: bool = True
 
     def __post_init__(self) -> None:
         if self.conditioning not in MODES:
@@ -91,6 +97,18 @@ def _zero(layer: nn.Linear) -> nn.Linear:
 
 def _modulate(x: Tensor, shift: Tensor, scale: Tensor) -> Tensor:
     return x * (1 + scale) + shift
+
+
+def last_clean(x: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
+    """Per pixel, the last valid frame of ``x (B, T, C, H, W)`` and whether any frame was valid.
+
+    Returns ``(composite (B, C, H, W), seen (B, 1, H, W))``; the composite is 0 where unseen.
+    """
+    valid = mask > 0.5
+    idx = torch.arange(mask.shape[1], device=mask.device).view(1, -1, 1, 1, 1)
+    last = torch.where(valid, idx, -1).amax(1, keepdim=True)
+    pick = (idx == last) & valid
+    return (x * pick).sum(1), pick.any(1).to(x.dtype)
 
 
 def timestep_embedding(s: Tensor, dim: int) -> Tensor:
@@ -165,8 +183,8 @@ class EOWorldModel(nn.Module):
     r"""Weather-conditioned video diffusion transformer (EO-WM) predicting flow velocity.
 
     ``forward(x_s, s, ...)`` returns ``v_theta ~ x - eps`` for ``x_s = (1 - s) eps + s x`` in
-    normalised units (``normalize``); ``sample`` integrates ``dx/ds = v`` from noise to data
-    and returns raw reflectances.
+    the flow space of :meth:`to_flow_space`; ``sample`` integrates ``dx/ds = v`` from noise to
+    data and returns raw reflectances.
 
     Args:
         config: Sizes and conditioning mode.
@@ -217,10 +235,11 @@ class EOWorldModel(nn.Module):
         for name, size in (("band", C), ("static", cfg.static_channels), ("weather", m)):
             self.register_buffer(f"{name}_mean", torch.zeros(size))
             self.register_buffer(f"{name}_std", torch.ones(size))
+        self.register_buffer("residual_std", torch.ones(C))
 
     # -- normalisation ---------------------------------------------------------------------
     def set_normalization(self, **stats: Tensor) -> None:
-        """Set ``band_mean/std``, ``static_mean/std``, ``weather_mean/std`` buffers."""
+        """Set ``band_mean/std``, ``static_mean/std``, ``weather_mean/std``, ``residual_std``."""
         for k, v in stats.items():
             buf = getattr(self, k)
             buf.copy_(torch.as_tensor(v, dtype=buf.dtype, device=buf.device))
@@ -231,6 +250,27 @@ class EOWorldModel(nn.Module):
 
     def denormalize(self, x: Tensor) -> Tensor:
         return x * self.band_std[:, None, None] + self.band_mean[:, None, None]
+
+    def _persistence(self, context: Tensor, context_mask: Tensor) -> Tensor:
+        last, _ = last_clean(self.normalize(context) * context_mask, context_mask)
+        return last[:, None]  # (B, 1, C, H, W), normalised units, 0 (band mean) where unseen
+
+    def to_flow_space(self, target: Tensor, context: Tensor, context_mask: Tensor) -> Tensor:
+        """Raw targets ``(B, T_f, C, H, W)`` to the variable the flow models.
+
+        Normalised frames, or with ``residual`` their residual over the last clean context
+        pixel divided by ``residual_std`` (diffusion then starts from persistence).
+        """
+        x = self.normalize(target)
+        if self.config.residual:
+            x = (x - self._persistence(context, context_mask)) / self.residual_std[:, None, None]
+        return x
+
+    def from_flow_space(self, x: Tensor, context: Tensor, context_mask: Tensor) -> Tensor:
+        """Inverse of :meth:`to_flow_space`: raw reflectances."""
+        if self.config.residual:
+            x = x * self.residual_std[:, None, None] + self._persistence(context, context_mask)
+        return self.denormalize(x)
 
     # -- conditioning ----------------------------------------------------------------------
     def check_inputs(
@@ -333,12 +373,7 @@ class EOWorldModel(nn.Module):
 
     def _context_features(self, ctx_n: Tensor, mask: Tensor, static: Tensor) -> Tensor:
         # last clean observation per pixel (composite) + whether any frame saw it (inferred)
-        valid = mask > 0.5
-        idx = torch.arange(mask.shape[1], device=mask.device).view(1, -1, 1, 1, 1)
-        last = torch.where(valid, idx, -1).amax(1, keepdim=True)  # (B,1,1,H,W)
-        pick = (idx == last) & valid
-        comp = (ctx_n * pick).sum(1)  # (B, C, H, W)
-        seen = pick.any(1).to(ctx_n.dtype)
+        comp, seen = last_clean(ctx_n, mask)
         st = (static - self.static_mean[:, None, None]) / self.static_std[:, None, None]
         f = self.ctx_encoder(torch.cat([comp, st, seen], 1))  # (B, D, H/p, W/p)
         return f.flatten(2).transpose(1, 2)
@@ -448,4 +483,4 @@ class EOWorldModel(nn.Module):
                 x_e = x + (s1 - s0) * v
                 v = 0.5 * (v + vel(x_e, s1))
             x = x + (s1 - s0) * v
-        return self.denormalize(x).view((M, B, *shape[1:]))
+        return self.from_flow_space(x, ctx, msk).view((M, B, *shape[1:]))

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 import torch
 from torch import Tensor
 
-from eo_wm._eo_wm import EOWorldModel
+from eo_wm._eo_wm import EOWorldModel, last_clean
 
 DECOMPOSED = ("baseline", "anomaly", "stress", "doy")
 RAW = ("weather", "doy")
@@ -33,8 +33,8 @@ def flow_matching_loss(
     ``x_s = (1 - s) eps + s x``, target ``x - eps``; each pathway is dropped independently with
     probability ``cond_dropout`` (baseline -> learned null embedding, anomaly -> no cross-attn).
     """
-    x = model.normalize(batch["target"])
     mask = batch["target_mask"]
+    x = model.to_flow_space(batch["target"], batch["context"], batch["context_mask"])
     x = x * mask  # cloudy targets carry no signal; the loss ignores them
     B = x.shape[0]
     dev, dt = x.device, x.dtype
@@ -60,17 +60,26 @@ def flow_matching_loss(
 
 
 def normalization_stats(data: Mapping[str, Tensor]) -> dict[str, Tensor]:
-    """Per-band, per-static-channel and per-variable mean/std from training windows."""
+    """Per-band, per-static-channel and per-variable mean/std from training windows.
+
+    ``residual_std``: per-band RMS of the normalised target minus the last clean context pixel.
+    """
     tgt, m = data["target"], data["target_mask"]
     w = m.expand_as(tgt)
     n = w.sum((0, 1, 3, 4)).clamp_min(1)
     mean = (tgt * w).sum((0, 1, 3, 4)) / n
     var = (((tgt - mean[:, None, None]) ** 2) * w).sum((0, 1, 3, 4)) / n
+    std = var.sqrt().clamp_min(1e-3)
+    cm = data["context_mask"]
+    last, _ = last_clean((data["context"] - mean[:, None, None]) / std[:, None, None] * cm, cm)
+    res = (tgt - mean[:, None, None]) / std[:, None, None] - last[:, None]
+    res_var = (res**2 * w).sum((0, 1, 3, 4)) / n
     st = data["static"]
     wt = data["weather"].reshape(-1, data["weather"].shape[-1])
     return {
         "band_mean": mean,
-        "band_std": var.sqrt().clamp_min(1e-3),
+        "band_std": std,
+        "residual_std": res_var.sqrt().clamp_min(1e-3),
         "static_mean": st.mean((0, 2, 3)),
         "static_std": st.std((0, 2, 3)).clamp_min(1e-3),
         "weather_mean": wt.mean(0),

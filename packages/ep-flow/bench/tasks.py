@@ -87,9 +87,11 @@ def run_seed(cfg: dict, seed: int) -> dict[str, float]:
     flows = {}
     for name, cls in LEARNED.items():
         torch.manual_seed(seed)
-        model = cls(EPFlowConfig(width=cfg["width"], n_layers=cfg["layers"], n_heads=cfg["heads"]))
+        model = cls(EPFlowConfig(width=cfg["width"], n_layers=cfg["layers"], n_heads=cfg["heads"],
+                                 lam_f=cfg["lam_f"]))  # fmt: skip
         t = time.perf_counter()
-        losses = train_flow(model, train, cfg["steps"], cfg["batch"], cfg["lr"], seed)
+        losses = train_flow(model, train, cfg["steps"], cfg["batch"], cfg["lr"], seed,
+                            schedule=cfg["schedule"])  # fmt: skip
         out[f"{name}/train_ms_per_step"] = 1e3 * (time.perf_counter() - t) / cfg["steps"]
         out[f"{name}/final_loss"] = float(np.mean(losses[-50:]))
         k = cfg["samples"] if name == "ep_flow" else 1

@@ -110,6 +110,28 @@ def test_structure_output_and_cif(tmp_path):
     assert back.composition.almost_equals(odm.composition, atol=1e-4)
 
 
+def test_cosine_schedule_warms_up_and_decays(monkeypatch):
+    data = make_disordered_dataset(6, seed=3)
+    lrs = []
+    step = torch.optim.AdamW.step
+
+    def spy(self, *args, **kwargs):
+        lrs.append(self.param_groups[0]["lr"])
+        return step(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.optim.AdamW, "step", spy)
+    train_flow(EPFlow(SMALL), data, steps=40, batch_size=4, lr=1e-2, schedule="cosine")
+    assert lrs[0] == pytest.approx(1e-2 / 2, rel=1e-6)  # warm-up: 2 of 40 steps
+    assert lrs[20] == pytest.approx(1e-2 * 0.5 * (1 + np.cos(np.pi * 0.5)), rel=1e-6)
+    assert max(lrs) <= 1e-2
+    assert lrs[-1] < 1e-4  # decays to ~0
+    lrs.clear()
+    train_flow(EPFlow(SMALL), data, steps=5, batch_size=4, lr=1e-2)
+    assert lrs == [1e-2] * 5  # default: constant
+    with pytest.raises(ValueError, match="schedule must be one of"):
+        train_flow(EPFlow(SMALL), data, steps=2, schedule="linear")
+
+
 @pytest.mark.slow
 def test_tiny_overfit():
     torch.manual_seed(0)

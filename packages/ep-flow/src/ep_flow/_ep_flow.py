@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -264,19 +265,25 @@ def train_flow(
     lr: float = 3e-4,
     seed: int = 0,
     device: str | torch.device = "cpu",
+    schedule: str = "constant",
 ) -> list[float]:
     """Train ``model`` with AdamW on ``crystals`` (random mini-batches); returns the losses.
 
     Sets the model's normalisation (``s_Z``, lattice statistics) from the training set first.
+    ``schedule``: ``"constant"`` learning rate, or ``"cosine"`` (linear warm-up over the first
+    5 % of the steps, then cosine decay to 0), which lets short budgets use a larger ``lr``.
     """
     if int(steps) < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
     if len(crystals) < 1:
         raise ValueError("train_flow needs at least one crystal")
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
     full = collate_crystals(model.prepare(crystals), model.config.eps).to(device=device)
     model.to(device)
     model.set_normalization(full)
     opt = torch.optim.AdamW(model.parameters(), lr=lr)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda k: _lr_factor(k, int(steps), schedule))
     gen = torch.Generator().manual_seed(int(seed))
     dgen = torch.Generator(device=device).manual_seed(int(seed) + 1)
     losses = []
@@ -288,8 +295,20 @@ def train_flow(
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
+        sched.step()
         losses.append(float(loss.detach()))
     return losses
+
+
+SCHEDULES = ("constant", "cosine")
+
+
+def _lr_factor(step: int, steps: int, schedule: str) -> float:
+    """Multiplier of the base learning rate at ``step`` (see :func:`train_flow`)."""
+    if schedule == "constant":
+        return 1.0
+    warmup = max(1, steps // 20)
+    return min(1.0, (step + 1) / warmup) * 0.5 * (1.0 + math.cos(math.pi * step / steps))
 
 
 def _trim(batch: CrystalBatch) -> CrystalBatch:

@@ -232,7 +232,7 @@ def test_residual_flow_space_is_zero_for_persistence():
 def test_residual_std_from_training_windows():
     from eo_wm.train import normalization_stats
 
-    batch = _batch()
+    batch = {**_batch(), "weather": torch.randn(B, TC + TF, 3)}
     batch["context_mask"][:] = 1.0
     batch["target"] = batch["context"][:, -1:].repeat(1, TF, 1, 1, 1) + 0.0
     stats = normalization_stats(batch)

@@ -144,3 +144,45 @@ def test_baselines_run(study):
     pytest.importorskip("hmmlearn")
     h = HMMProcessBaseline().fit(src.subset(range(40)), st.y[:40], ["A"])
     assert h.predict_proba(src.subset(range(40))).shape == (40, 2)
+
+
+def test_patience_waits_for_the_kl_warmup(study):
+    # lr=0: the validation loss never improves, so only the stopping rule ends the fit
+    st, src = study
+    clf = PLVMClassifier(epochs=20, kl_warmup=0.5, patience=1, restarts=0, lr=0.0, hidden=8)
+    clf.fit(src, st.y)
+    # one step per epoch, warm-up = 10 epochs; then one epoch without gain stops it
+    assert len(clf.history_) == 11
+    assert clf.best_epoch_ == 0
+
+
+def test_chance_plateau_is_restarted(study):
+    st, src = study
+    kw = {"epochs": 3, "kl_warmup": 0.0, "patience": 1, "lr": 0.0, "hidden": 8}
+    one = PLVMClassifier(restarts=0, **kw).fit(src, st.y)
+    three = PLVMClassifier(restarts=2, **kw).fit(src, st.y)
+    assert one.n_fits_ == 1
+    assert three.n_fits_ == 3  # an untrained model sits at chance: every attempt restarts
+    # the kept fit is the attempt with the lowest validation loss
+    assert min(v for _, v in three.history_) <= min(v for _, v in one.history_)
+    no_val = PLVMClassifier(restarts=2, validation_fraction=0.0, **kw).fit(src, st.y)
+    assert no_val.n_fits_ == 1  # without a validation split nothing can be judged
+
+
+def test_hmm_sequence_loglik_matches_hmmlearn(study):
+    pytest.importorskip("hmmlearn")
+    from plvm.baselines import sequence_loglik
+    from plvm.traces import SWITCHED
+
+    st, src = study
+    h = HMMProcessBaseline().fit(src, st.y, ["A"])
+    hmm = h.hmms_["A"][0]
+    seqs = [tr[:, SWITCHED].astype(int) for tr in src.events["A"][:30]]
+    ref = [hmm.score(s[:, None]) for s in seqs]
+    np.testing.assert_allclose(sequence_loglik(hmm, seqs), ref, rtol=1e-10)
+    # the batched features equal the person-by-person hmmlearn ones
+    k = 0
+    _, post = hmm.score_samples(seqs[k][:, None])
+    F = h._features(src.subset(range(30)), ["A"])
+    np.testing.assert_allclose(F[k, :2], post.mean(0)[h.hmms_["A"][1]], rtol=1e-10)
+    np.testing.assert_allclose(F[:, 2], np.array(ref) / [len(s) for s in seqs], rtol=1e-10)

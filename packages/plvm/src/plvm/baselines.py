@@ -180,13 +180,40 @@ class HMMProcessBaseline(_FeatureLogistic):
         for t in tasks:
             hmm, order = self.hmms_[t]
             out = np.full((len(traces), k + 2), np.nan)
-            for i, tr in enumerate(traces.events[t]):
-                if tr is None or len(tr) == 0:
-                    continue
-                s = tr[:, SWITCHED].astype(int)[:, None]
-                ll, post = hmm.score_samples(s)
-                out[i, :k] = post.mean(0)[order]
-                out[i, k] = ll / len(s)
-                out[i, k + 1] = s.mean()
+            has = [i for i, tr in enumerate(traces.events[t]) if tr is not None and len(tr)]
+            if has:
+                seqs = [traces.events[t][i][:, SWITCHED].astype(int) for i in has]
+                lengths = [len(s) for s in seqs]
+                # one call: hmmlearn runs forward-backward per sequence given the lengths
+                _, post = hmm.score_samples(np.concatenate(seqs)[:, None], lengths)
+                ends = np.cumsum(lengths)[:-1]
+                occ = np.stack([p.mean(0) for p in np.split(post, ends)])
+                out[has, :k] = occ[:, order]
+                out[has, k] = sequence_loglik(hmm, seqs) / np.asarray(lengths)
+                out[has, k + 1] = [s.mean() for s in seqs]
             blocks.append(out)
         return np.hstack(blocks)
+
+
+def sequence_loglik(hmm: Any, seqs: Sequence[np.ndarray]) -> np.ndarray:
+    """Log-likelihood of every sequence under a categorical HMM (scaled forward pass).
+
+    Vectorised over the sequences (padded to the longest), so scoring thousands of short
+    traces costs one pass instead of one hmmlearn call per person.
+    """
+    lengths = np.array([len(s) for s in seqs])
+    X = np.zeros((len(seqs), lengths.max()), dtype=int)
+    for i, s in enumerate(seqs):
+        X[i, : len(s)] = s
+    B = hmm.emissionprob_.T  # (symbols, states)
+    alpha = hmm.startprob_[None, :] * B[X[:, 0]]
+    c = alpha.sum(1)
+    ll = np.log(c)
+    alpha = alpha / c[:, None]
+    for step in range(1, X.shape[1]):
+        live = step < lengths
+        a = (alpha @ hmm.transmat_) * B[X[:, step]]
+        c = a.sum(1)
+        ll[live] += np.log(c[live])
+        alpha[live] = a[live] / c[live, None]
+    return ll

@@ -28,7 +28,11 @@ class PLVMClassifier(ClassifierMixin, BaseEstimator):
 
     Training: Adam on the negative ELBO of :class:`~plvm.PLVM` (KL warm-up over the first
     ``kl_warmup`` share of steps), a stratified validation split and early stopping on the
-    validation log-loss (the best epoch's weights are kept).
+    validation log-loss (the best epoch's weights are kept). Patience only counts once the
+    KL warm-up is over (the objective still changes before), and a fit whose best validation
+    log-loss does not beat the constant (class-prior) predictor by ``chance_margin`` nats is
+    a chance plateau: it is restarted from new weights, up to ``restarts`` times, and the fit
+    with the lowest validation loss is kept.
 
     Args:
         latent_dim: ``D``.
@@ -44,7 +48,11 @@ class PLVMClassifier(ClassifierMixin, BaseEstimator):
         kl_warmup: Share of the steps over which the KL weight grows from 0 to 1.
         validation_fraction: Share of the labelled persons held out for early stopping
             (0 disables it).
-        patience: Epochs without a better validation loss before stopping.
+        patience: Epochs without a better validation loss before stopping (counted after
+            the KL warm-up).
+        restarts: Extra fits from new weights when a fit ends on a chance plateau.
+        chance_margin: Validation log-loss gain over the constant predictor (nats) below
+            which a fit counts as a chance plateau.
         max_len: Events kept per trace (the first ``max_len``).
         allow_missing: If True a person with no events in any requested task gets the prior;
             else predicting for such a person raises.
@@ -53,7 +61,8 @@ class PLVMClassifier(ClassifierMixin, BaseEstimator):
 
     Attributes:
         model_: The trained :class:`~plvm.PLVM`; ``source_tasks_``; ``classes_``;
-        ``history_``: per-epoch ``(train_loss, val_log_loss)``; ``best_epoch_``.
+        ``history_``: per-epoch ``(train_loss, val_log_loss)`` of the kept fit;
+        ``best_epoch_``; ``n_fits_``: fits run (1 + restarts used).
 
     Example:
         >>> from plvm.sim import simulate_population
@@ -79,6 +88,8 @@ class PLVMClassifier(ClassifierMixin, BaseEstimator):
         kl_warmup: float = 0.1,
         validation_fraction: float = 0.2,
         patience: int = 15,
+        restarts: int = 2,
+        chance_margin: float = 0.01,
         max_len: int | None = 40,
         allow_missing: bool = False,
         random_state: int = 0,
@@ -97,6 +108,8 @@ class PLVMClassifier(ClassifierMixin, BaseEstimator):
         self.kl_warmup = kl_warmup
         self.validation_fraction = validation_fraction
         self.patience = patience
+        self.restarts = restarts
+        self.chance_margin = chance_margin
         self.max_len = max_len
         self.allow_missing = allow_missing
         self.random_state = random_state
@@ -172,18 +185,38 @@ class PLVMClassifier(ClassifierMixin, BaseEstimator):
         dev = torch.device(self.device or "cpu")
         y_t = torch.as_tensor(yy, dtype=torch.float32, device=dev)
         n_feat = next(iter(data["X"].values())).shape[-1]  # type: ignore[union-attr]
-        with torch.random.fork_rng(devices=[]):  # seeded weights without touching global RNG
-            torch.manual_seed(self.random_state)
-            model = PLVM(
-                tasks, n_feat, self.latent_dim, self.encoder, self.fusion, self.decoder,
-                self.hidden, self.lambda_y,
-            )  # fmt: skip
-        model.to(dev)
-        self._set_scaling(model, data, train)
         gen = torch.Generator(device=dev).manual_seed(self.random_state)
-        self.model_ = model
-        self._train(model, data, y_t, train, np.flatnonzero(val), rng, gen)
+        plateau = self._chance_loss(yy, train, val) - self.chance_margin
+        kept: tuple[float, PLVM, list[tuple[float, float]], int] | None = None
+        for attempt in range(1 + max(0, self.restarts)):
+            with torch.random.fork_rng(devices=[]):  # seeded weights, global RNG untouched
+                torch.manual_seed(self.random_state + 7919 * attempt)
+                model = PLVM(
+                    tasks, n_feat, self.latent_dim, self.encoder, self.fusion, self.decoder,
+                    self.hidden, self.lambda_y,
+                )  # fmt: skip
+            model.to(dev)
+            self._set_scaling(model, data, train)
+            loss, history, best_epoch = self._train(
+                model, data, y_t, train, np.flatnonzero(val), rng, gen
+            )
+            if kept is None or loss < kept[0]:
+                kept = (loss, model, history, best_epoch)
+            if not val.any() or loss < plateau:  # no split to judge by, or off the plateau
+                break
+        _, self.model_, self.history_, self.best_epoch_ = kept  # type: ignore[misc]
+        self.n_fits_ = attempt + 1
         return self
+
+    @staticmethod
+    def _chance_loss(y: np.ndarray, train: np.ndarray, val: np.ndarray) -> float:
+        """Validation log-loss of the constant predictor (the training class frequency)."""
+        ytr, yv = y[train], y[val]
+        ytr, yv = ytr[~np.isnan(ytr)], yv[~np.isnan(yv)]
+        if not len(yv) or not len(ytr):
+            return np.inf
+        p = float(np.clip(ytr.mean(), 1e-6, 1 - 1e-6))
+        return float(-(yv * np.log(p) + (1 - yv) * np.log(1 - p)).mean())
 
     @staticmethod
     def _set_scaling(model: PLVM, data: dict[str, object], rows: np.ndarray) -> None:
@@ -214,14 +247,16 @@ class PLVMClassifier(ClassifierMixin, BaseEstimator):
         val: np.ndarray,
         rng: np.random.Generator,
         gen: torch.Generator,
-    ) -> None:
+    ) -> tuple[float, list[tuple[float, float]], int]:
+        """One fit; returns (best validation loss, history, best epoch), best weights loaded."""
         opt = torch.optim.Adam(model.parameters(), lr=self.lr, weight_decay=self.weight_decay)
         steps_per_epoch = max(1, int(np.ceil(len(train) / self.batch_size)))
         warm = max(1, int(self.kl_warmup * self.epochs * steps_per_epoch))
+        warm_epochs = int(np.ceil(warm / steps_per_epoch))
         vb = self._take(data, y, val) if len(val) else None
         best, best_state, bad, step = np.inf, None, 0, 0
-        self.history_: list[tuple[float, float]] = []
-        self.best_epoch_ = self.epochs - 1
+        history: list[tuple[float, float]] = []
+        best_epoch = self.epochs - 1
         for epoch in range(self.epochs):
             model.train()
             perm = rng.permutation(train)
@@ -235,19 +270,20 @@ class PLVMClassifier(ClassifierMixin, BaseEstimator):
                 losses.append(loss.item())
                 step += 1
             vl = self._val_loss(model, vb) if vb is not None else np.nan
-            self.history_.append((float(np.mean(losses)), vl))
+            history.append((float(np.mean(losses)), vl))
             if vb is None:
                 continue
             if vl < best - 1e-5:
-                best, bad, self.best_epoch_ = vl, 0, epoch
+                best, bad, best_epoch = vl, 0, epoch
                 best_state = copy.deepcopy(model.state_dict())
-            else:
+            elif epoch >= warm_epochs:  # patience runs once the objective is fixed
                 bad += 1
                 if bad >= self.patience:
                     break
         if best_state is not None:
             model.load_state_dict(best_state)
         model.eval()
+        return float(best), history, best_epoch
 
     @staticmethod
     @torch.no_grad()

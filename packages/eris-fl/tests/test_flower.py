@@ -130,3 +130,26 @@ def test_missing_flwr_names_the_extra():
 
     with pytest.raises(ImportError, match=r"pip install 'eris-fl\[flower\]'"):
         require_flwr()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_FLWR, reason="needs the flower extra")
+def test_the_server_app_saves_its_history_where_the_run_config_says(tmp_path):
+    from eris_fl.flower import HISTORY_KEY, load_history
+    from eris_fl.flower_loopback import run_loopback
+
+    eris = _eris(ERISConfig(num_aggregators=2, seed=1), make_clients(K), eval_fn=lambda m: 0.5)
+    path = tmp_path / "history.pt"
+    hist, _ = run_loopback(eris, run_config={HISTORY_KEY: str(path)})
+    saved = load_history(str(path))
+    assert torch.equal(saved.params, hist.params)
+    assert saved.metrics == hist.metrics
+    assert len(saved.metrics) == ROUNDS
+
+
+@pytest.mark.skipif(not HAS_FLWR, reason="needs the flower extra")
+def test_local_federation_needs_a_supernode(tmp_path):
+    from eris_fl.flower_local import LocalFederation
+
+    with pytest.raises(ValueError, match=r"num_supernodes must be >= 1, got 0"):
+        LocalFederation(tmp_path, 0)

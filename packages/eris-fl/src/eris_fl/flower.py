@@ -12,6 +12,11 @@ client directly: they go through the server, **sealed end to end** for their agg
    (``query.eris_aggregate``), which opens them and returns ``v^(a)`` (public, like the
    model); the ServerApp applies ``x_{t+1} = x_t + lambda v``, evaluates and logs.
 
+The ServerApp's :class:`~eris_fl.History` stays in its process (:attr:`FlowerERIS.history`);
+in a deployment, where the ServerApp is a subprocess of the SuperLink, declare
+``eris-history = ""`` in the app's ``[tool.flwr.app.config]`` and pass a path
+(``flwr run . -c 'eris-history="out.pt"'``) to have it saved there (:func:`load_history`).
+
 Before the first round, ``query.eris_hello`` collects each client's id
 (``node_config["partition-id"]``), size and public key; the private key never leaves the
 node. Needs ``flwr`` (``pip install 'eris-fl[flower]'``).
@@ -49,6 +54,7 @@ from eris_fl.simulation import History
 logger = logging.getLogger(__name__)
 
 HELLO, TRAIN, AGGREGATE = "query.eris_hello", "train.eris", "query.eris_aggregate"
+HISTORY_KEY = "eris-history"  # run-config key: where the ServerApp saves the History
 
 
 def require_flwr() -> ModuleType:
@@ -125,8 +131,13 @@ class FlowerERIS:
         from flwr.serverapp import ServerApp
 
         app = ServerApp()
-        app.main()(lambda grid, context: self.run_server(grid))
+        app.main()(self._serve)
         return app
+
+    def _serve(self, grid: Any, context: Any) -> None:
+        history = self.run_server(grid)
+        if path := context.run_config.get(HISTORY_KEY):
+            save_history(history, str(path))
 
     def client_app(self) -> Any:
         """A ``flwr.clientapp.ClientApp`` answering the hello, train and aggregate messages."""
@@ -320,6 +331,17 @@ class FlowerERIS:
         s_seg = _tensor(msg.content["shift"], "s") if "shift" in msg.content else None
         v = aggregate_shard(shards, list(rec["weights"]), s_seg)
         return Message(RecordDict({"v": _arrays(v=v)}), reply_to=msg)
+
+
+def save_history(history: History, path: str) -> None:
+    """Write ``history``'s metrics and final state to ``path`` (read with :func:`load_history`)."""
+    torch.save({"metrics": history.metrics, "params": history.params}, path)
+
+
+def load_history(path: str) -> History:
+    """The :class:`~eris_fl.History` a ServerApp saved with :func:`save_history`."""
+    saved = torch.load(path, weights_only=True)
+    return History(metrics=saved["metrics"], params=saved["params"])
 
 
 def relay_payloads(messages: Iterable[Any]) -> list[bytes]:

@@ -105,12 +105,15 @@ def _server_identity() -> Iterator[None]:
             setattr(TaskIdentity, name, value)
 
 
-def run_loopback(eris: FlowerERIS, grid: Any = None) -> tuple[History, Any]:
+def run_loopback(
+    eris: FlowerERIS, grid: Any = None, run_config: dict[str, Any] | None = None
+) -> tuple[History, Any]:
     """Run ``eris``'s ServerApp and ``num_clients`` ClientApps in this process.
 
     Args:
         eris: Both apps' settings.
         grid: The grid to run over (default: a new :func:`loopback_grid` of ``eris``'s apps).
+        run_config: The ServerApp's run config, as ``flwr run -c`` would set it.
 
     Returns:
         The run's :class:`~eris_fl.History` and the grid (``grid.seen``: all traffic).
@@ -119,7 +122,11 @@ def run_loopback(eris: FlowerERIS, grid: Any = None) -> tuple[History, Any]:
 
     grid = grid if grid is not None else loopback_grid(eris.client_app(), eris.num_clients)
     context = Context(
-        run_id=SUPERLINK_ID, node_id=SUPERLINK_ID, node_config={}, state=RecordDict(), run_config={}
+        run_id=SUPERLINK_ID,
+        node_id=SUPERLINK_ID,
+        node_config={},
+        state=RecordDict(),
+        run_config=dict(run_config or {}),
     )
     with _server_identity():
         eris.server_app()(grid, context)

@@ -14,7 +14,7 @@ import torch
 from eris_fl import ERISConfig, LocalTrainer
 from eris_fl.flower import FlowerERIS, relay_payloads
 
-ROUNDS, NODES = 2, 3
+ROUNDS, NODES = 2, 2
 CONFIG = ERISConfig(num_aggregators=2, seed=1)
 TRAINER = LocalTrainer(batch_size=4)
 RELAY_LOG = "relay-payloads.pkl"

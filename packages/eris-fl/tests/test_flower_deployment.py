@@ -1,6 +1,6 @@
 """ERIS on Flower's deployment runtime: a SuperLink and SuperNodes started here, on loopback.
 
-The test starts ``flower-superlink`` and three ``flower-supernode`` processes (free ports on
+The test starts ``flower-superlink`` and two ``flower-supernode`` processes (free ports on
 127.0.0.1, ``FLWR_HOME`` in ``tmp_path``), submits a Flower App with ``flwr run``, and checks
 that the final model equals the simulator's, and that no plaintext shard passed through the
 relay: neither through the ServerApp (every message it relayed) nor over the wire between the

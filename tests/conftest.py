@@ -64,3 +64,50 @@ def probe(tmp_path):
     (tmp_path / "README.md").write_text("| [`packages/a`](packages/a) (`a`) | a |\n")
     pkg_dir = new_package.create("probe-pkg", root=tmp_path)
     return Package(pkg_dir, "probe-pkg", "probe_pkg")
+
+
+def _load_quick_benchmarks():
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location(
+        "quick_benchmarks", Path(__file__).with_name("quick_benchmarks.py")
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+_quick = _load_quick_benchmarks()
+QUICK_TEST = "test_quick_benchmark_writes_valid_records"
+
+
+def pytest_collection_finish(session):
+    """Start the selected packages' quick benchmarks in the background (tests/quick_benchmarks)."""
+    if session.config.option.collectonly:
+        return
+    packages = [
+        item.callspec.params["package"]
+        for item in session.items
+        if getattr(item, "originalname", None) == QUICK_TEST
+    ]
+    _quick.QUICK_BENCHMARKS.start([(p.dist, p.dir) for p in packages])
+
+
+def pytest_terminal_summary(terminalreporter):
+    runs = _quick.QUICK_BENCHMARKS.finished()
+    if runs:
+        terminalreporter.section("quick benchmarks (background, wall time each)")
+        for run in runs:
+            terminalreporter.write_line(f"{run.wall_s:7.1f}s  {run.dist}  exit {run.returncode}")
+
+
+def pytest_unconfigure(config):
+    _quick.QUICK_BENCHMARKS.close()
+
+
+@pytest.fixture
+def quick_benchmark_run(package, tmp_path):
+    """The package's ``bench/run.py --quick`` run (started at collection, or now if it was not)."""
+    return _quick.QUICK_BENCHMARKS.result(package.dist, package.dir, tmp_path / "results")

@@ -1,10 +1,9 @@
 """Every ``bench/run.py --quick`` runs and writes valid records with plots.
 
-This is the one place the quick benchmarks run in CI; packages need not repeat it.
+This is the one place the quick benchmarks run in CI; packages need not repeat it. They start
+in the background when collection ends (tests/quick_benchmarks.py), so they overlap the unit
+tests on the second core.
 """
-
-import subprocess
-import sys
 
 import pytest
 
@@ -12,20 +11,15 @@ from methodkit.bench import load_record
 
 
 @pytest.mark.slow
-def test_quick_benchmark_writes_valid_records(package, tmp_path):
-    out = tmp_path / "results"
-    subprocess.run(
-        [sys.executable, "bench/run.py", "--quick", "--seeds", "0", "--out", str(out)],
-        cwd=package.dir,
-        check=True,
-        timeout=300,
-    )
-    paths = sorted(out.glob("*.json"))
+def test_quick_benchmark_writes_valid_records(package, quick_benchmark_run):
+    run = quick_benchmark_run
+    assert run.returncode == 0, f"bench/run.py --quick exited {run.returncode}:\n{run.output_tail}"
+    paths = sorted(run.out_dir.glob("*.json"))
     assert paths, "the quick benchmark wrote no record"
     for path in paths:
         record = load_record(path)
         assert record["package"] == package.dist
-        assert (out / f"{path.stem}.png").is_file(), f"no plot for {path.name}"
+        assert (run.out_dir / f"{path.stem}.png").is_file(), f"no plot for {path.name}"
 
 
 def test_committed_results_are_valid(package):

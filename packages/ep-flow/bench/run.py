@@ -24,14 +24,14 @@ from methodkit.bench import Outcome, ResultRow, check, compare, run_suite
 
 PACKAGE = "ep-flow"
 SCALE = (
-    "training compute ~1/64 of the spec (FLOPs ~ steps x batch x layers x width^2): width 32 / "
-    "2 axial layers / batch 32 / 1500 steps (spec: width 64 / 4 layers / batch 64 / 6000 steps); "
+    "training compute ~1/32 of the spec (FLOPs ~ steps x batch x layers x width^2): width 32 / "
+    "2 axial layers / batch 32 / 3000 steps (spec: width 64 / 4 layers / batch 64 / 6000 steps); "
     "AdamW lr 3e-3 with 5 % warm-up + cosine decay (spec: 3e-4 constant) and lam_F = 12 (unit "
-    "variance of the torus target), both from a validation probe, for all learned models; "
+    "variance of the torus target), both from validation probes, for all learned models; "
     "test set 100 (spec 400)"
 )
 FULL = {"n_train": 4000, "n_test": 100, "width": 32, "layers": 2, "heads": 4, "batch": 32,
-        "steps": 1500, "lr": 3e-3, "schedule": "cosine", "lam_f": 12.0, "ode_steps": 50,
+        "steps": 3000, "lr": 3e-3, "schedule": "cosine", "lam_f": 12.0, "ode_steps": 50,
         "samples": 5, "scale": SCALE}  # fmt: skip
 QUICK = {**FULL, "n_train": 300, "n_test": 16, "steps": 30, "ode_steps": 10, "samples": 2,
          "scale": "smoke run: 30 steps, 16 test formulas, 10 Euler steps"}  # fmt: skip

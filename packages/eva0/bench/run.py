@@ -36,7 +36,9 @@ from tasks import (
 from tuning import HELD_OUT, tune
 
 import methodkit
+from eva0 import EVA0
 from eva0.corruptions import NAMES
+from eva0.defaults import PROFILES
 from methodkit.bench import Claim, Outcome, ResultRow, check, compare, peak_memory, run_suite
 
 PACKAGE = "eva0"
@@ -132,7 +134,8 @@ def _config(epochs: int, clean: float, best: dict, quick: bool) -> dict:
         "clean_test_accuracy": clean,
         "corruptions": TEST_CORRUPTIONS,
         "tuned_configs": best,
-        "eva0_defaults": "EVA0(model): eps 0.05, lr 0.01, max_step 0.01, anchor 0.1, guard 0.05",
+        "eva0_defaults": "EVA0(model): layer_norm profile eps 0.05, max_step 0.01; "
+        "lr 0.01, anchor 0.1, guard 0.05",
         "foa": "3 prompts, popsize 4 + 3 ln 192 = 19 (+1 incumbent) or 2 (+1) for "
         "'FOA (3 passes)', built-in CMA-ES, activation shift; source stats on 256 train images",
         "scale": SCALE,
@@ -140,8 +143,8 @@ def _config(epochs: int, clean: float, best: dict, quick: bool) -> dict:
         "memory": "methodkit.bench.peak_memory (spawned process, RSS above torch import), "
         "6 batches, weights in the identical eva0.models.TinyViT (timm import not counted)",
         "quick": quick,
-        "quick_note": "quick: 1 epoch, 1 corruption x 4 batches, severity 5, first grid "
-        "point only, 5 methods"
+        "quick_note": "quick: the identical eva0.models.TinyViT instead of timm's (no timm "
+        "import), 1 epoch, 1 corruption x 4 batches, severity 5, first grid point only, 5 methods"
         if quick
         else "",
     }
@@ -153,7 +156,7 @@ def digits_c(args: argparse.Namespace) -> Outcome:
     methodkit.seed_everything(seeds[0])
     Xtr, ytr, Xte, yte = digits16()
     epochs = 1 if quick else zoo.EPOCHS["vit"]
-    model = zoo.trained("vit", Xtr, ytr, epochs)
+    model = zoo.trained("vit", Xtr, ytr, epochs, use_timm=not quick)
     clean = accuracy(model, Xte, yte)
     _log(f"[train] vit {epochs} epochs, clean test acc {clean:.4f}")
     src, state = Xtr[:256], {k: v.clone() for k, v in model.state_dict().items()}
@@ -192,11 +195,12 @@ def default_safety(args: argparse.Namespace) -> Outcome:
     methodkit.seed_everything(seeds[0])
     Xtr, ytr, Xte, yte = digits16()
     corruptions = NAMES[:1] if quick else list(NAMES)
-    tables, rows, clean = {}, [], {}
+    tables, rows, clean, profiles = {}, [], {}, {}
     epochs = {k: 1 if quick else zoo.EPOCHS[k] for k in zoo.KINDS}
     for kind in zoo.KINDS:
-        model = zoo.trained(kind, Xtr, ytr, epochs[kind])
+        model = zoo.trained(kind, Xtr, ytr, epochs[kind], use_timm=not quick)
         clean[kind] = accuracy(model, Xte, yte)
+        profiles[kind] = EVA0(model).profile
         deltas, base = safety_table(model, Xte, yte, corruptions, seeds, 3 if quick else None)
         tables[kind] = deltas
         per_seed = [statistics.fmean(v[i] for v in deltas.values()) for i in range(len(seeds))]
@@ -229,14 +233,13 @@ def default_safety(args: argparse.Namespace) -> Outcome:
     return Outcome(
         config={
             "kinds": zoo.__doc__.split("\n\n")[1],
-            "epochs": {
-                k: 1 if quick and k != "vit" else 3 if quick else zoo.EPOCHS[k] for k in zoo.KINDS
-            },
+            "epochs": epochs,
             "clean_test_accuracy": clean,
             "corruptions": corruptions,
             "severities": [3, 5],
-            "defaults": "EVA0(model, seed=s): eps 0.05, lr 0.01, "
-            "max_step 0.01, anchor_weight 0.1, guard 0.05",
+            "defaults": "EVA0(model, seed=s): anchor_weight 0.1, guard 0.05; eps, lr, max_step "
+            f"from the model's profile (eva0.defaults.PROFILES): {PROFILES}",
+            "profiles": profiles,
             "streams": "full test streams (38 batches of 16)" if not quick else "3 batches",
             "quick": quick,
         },

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from eva0.models import timm_vit
+from eva0.models import timm_vit, tiny_vit
 from methodkit.torch import generator
 
 KINDS = ["vit", "cnn_bn", "cnn_gn"]
@@ -42,10 +42,15 @@ def small_cnn(norm: str, num_classes: int = 10) -> nn.Module:
     )
 
 
-def build(kind: str) -> nn.Module:
-    """A fresh, untrained model of ``kind`` (timm initialises from torch's global seed)."""
+def build(kind: str, use_timm: bool = True) -> nn.Module:
+    """A fresh, untrained model of ``kind`` (initialised from torch's global seed).
+
+    ``use_timm=False`` builds the ViT as the identical :class:`eva0.models.TinyViT`: ``--quick``
+    uses it so that the smoke run does not import timm (10-30 s on a busy core).
+    """
     if kind == "vit":
-        return timm_vit(16, 4, 1, 10, embed_dim=64, depth=4, num_heads=4, mlp_ratio=2.0)
+        cfg = {"embed_dim": 64, "depth": 4, "num_heads": 4, "mlp_ratio": 2.0}
+        return timm_vit(16, 4, 1, 10, **cfg) if use_timm else tiny_vit(16, 4, 1, 10, **cfg)
     if kind in ("cnn_bn", "cnn_gn"):
         return small_cnn(kind[-2:])
     raise ValueError(f"unknown model kind {kind!r}; expected one of {KINDS}")
@@ -64,11 +69,13 @@ def freeze_all_but_norms(model: nn.Module) -> nn.Module:
     return model
 
 
-def train(kind: str, Xtr: Any, ytr: Any, epochs: int, seed: int = 0) -> nn.Module:
+def train(
+    kind: str, Xtr: Any, ytr: Any, epochs: int, seed: int = 0, use_timm: bool = True
+) -> nn.Module:
     """AdamW (lr 3e-3, wd 0.05, one-cycle, batch 64) on clean train images, then frozen."""
     torch.manual_seed(seed)
     gen = generator(seed)
-    model = build(kind)
+    model = build(kind, use_timm)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.05)
     steps = epochs * math.ceil(len(ytr) / 64)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=3e-3, total_steps=steps)
@@ -85,17 +92,16 @@ def train(kind: str, Xtr: Any, ytr: Any, epochs: int, seed: int = 0) -> nn.Modul
     return freeze_all_but_norms(model)
 
 
-_TRAINED: dict[tuple[str, int], dict[str, torch.Tensor]] = {}
+_TRAINED: dict[tuple[str, int, bool], dict[str, torch.Tensor]] = {}
 
 
-def trained(kind: str, Xtr: Any, ytr: Any, epochs: int) -> nn.Module:
-    """:func:`train` once per (kind, epochs) in this process; later calls reload the weights."""
-    key = (kind, epochs)
+def trained(kind: str, Xtr: Any, ytr: Any, epochs: int, use_timm: bool = True) -> nn.Module:
+    """:func:`train` once per (kind, epochs, use_timm) in this process; later calls reload."""
+    key = (kind, epochs, use_timm)
     if key not in _TRAINED:
-        _TRAINED[key] = {
-            k: v.clone() for k, v in train(kind, Xtr, ytr, epochs).state_dict().items()
-        }
-    model = build(kind)
+        net = train(kind, Xtr, ytr, epochs, use_timm=use_timm)
+        _TRAINED[key] = {k: v.clone() for k, v in net.state_dict().items()}
+    model = build(kind, use_timm)
     model.load_state_dict(_TRAINED[key])
     return freeze_all_but_norms(model)
 

@@ -82,3 +82,18 @@ def test_guard_none_never_resets(make_mlp):
         a(torch.roll(x, t, 0))
     assert a.stats.resets == 0
     assert a.stats.updates == 12
+
+
+def test_guard_leaves_the_update_unchanged_where_it_does_not_trigger(make_mlp):
+    x = torch.randn(16, 6, generator=torch.Generator().manual_seed(0))
+    guarded, plain = make_mlp(), make_mlp()
+    a = EVA0(guarded, lr=0.01, guard=0.05)
+    b = EVA0(plain, lr=0.01, guard=None)
+    for t in range(12):  # a benign stream: one batch, rolled; small steps
+        torch.testing.assert_close(a(torch.roll(x, t, 0)), b(torch.roll(x, t, 0)), rtol=0, atol=0)
+    assert a.stats.resets == 0
+    assert not a.stats.frozen
+    assert a.stats.updates == b.stats.updates == 12
+    for p, q in zip(a.params, b.params, strict=True):
+        assert torch.equal(p, q)  # bit for bit: the guard only watches
+    assert a.drift() > 0

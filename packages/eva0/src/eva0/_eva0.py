@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from eva0.defaults import profile_of, resolve
 from eva0.guard import CollapseGuard
 from eva0.losses import entropy, scale_invariant_entropy
 from eva0.outputs import as_logits
@@ -115,8 +116,10 @@ class EVA0(nn.Module):
         model: Classifier mapping a batch to (B, C) logits.
         params: ``"norm"`` (every LayerNorm/GroupNorm/BatchNorm affine), a list of parameter
             names, or a callable ``(name, module, param) -> bool``.
-        eps: Perturbation scale (> 0).
-        lr: Step size (>= 0).
+        eps: Perturbation scale (> 0), or ``"auto"``: the value of the model's profile
+            (:data:`eva0.defaults.PROFILES`: 0.05 LayerNorm, 0.01 GroupNorm, 0.02 BatchNorm).
+        lr: Step size (>= 0), or ``"auto"`` (0.01 LayerNorm and GroupNorm; 0 for BatchNorm:
+            no update by default there, see :mod:`eva0.defaults`).
         anchor: ``"source"`` (anchor at theta_0) or ``"ema"`` (slow EMA of theta).
         anchor_weight: Pull towards the anchor, in [0, 1); 0 disables it.
         anchor_momentum: EMA rate of the ``"ema"`` anchor, in (0, 1].
@@ -129,7 +132,8 @@ class EVA0(nn.Module):
         weighting: ``None``, ``"filter"`` (w_i = 1[H(p_i) < 0.4 ln C]) or ``"eata"``
             (filter times exp(0.4 ln C - H(p_i))).
         tau: Norm of the scale-invariant loss; ``None``: the mean logit norm of the first batch.
-        max_step: Clip ``||lr * g||_2`` to this value (``None``: no clipping).
+        max_step: Clip ``||lr * g||_2`` to this value (``None``: no clipping), or ``"auto"``
+            (0.01 LayerNorm, 0.002 GroupNorm, 0.001 BatchNorm profile).
         guard: Tolerance (units of ln C) of the label-free :class:`eva0.guard.CollapseGuard`:
             theta goes back to the anchor when the running marginal prediction entropy falls,
             or the running loss rises, by more than ``guard * ln C`` from its first-batches
@@ -160,8 +164,8 @@ class EVA0(nn.Module):
         model: nn.Module,
         *,
         params: ParamSpec = "norm",
-        eps: float = 0.05,
-        lr: float = 0.01,
+        eps: float | str = "auto",
+        lr: float | str = "auto",
         anchor: str = "source",
         anchor_weight: float = 0.1,
         anchor_momentum: float = 1e-3,
@@ -170,13 +174,18 @@ class EVA0(nn.Module):
         loss: LossSpec = "scale_invariant_entropy",
         weighting: str | None = None,
         tau: float | None = None,
-        max_step: float | None = 0.01,
+        max_step: float | str | None = "auto",
         guard: float | None = GUARD_TOLERANCE,
         seed: int = 0,
     ) -> None:
         super().__init__()
         if not isinstance(model, nn.Module):
             raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
+        self.named_params = select_params(model, params)
+        self.names = [n for n, _ in self.named_params]
+        self.profile = profile_of(model, self.names)
+        chosen = resolve(self.profile, eps=eps, lr=lr, max_step=max_step)
+        eps, lr, max_step = chosen["eps"], chosen["lr"], chosen["max_step"]
         if not eps > 0:
             raise ValueError(f"eps must be > 0, got {eps}")
         if not lr >= 0:
@@ -212,8 +221,6 @@ class EVA0(nn.Module):
         self.max_step, self.seed = max_step, seed
         self._tau_given = tau
         self.tau: float | None = tau
-        self.named_params = select_params(model, params)
-        self.names = [n for n, _ in self.named_params]
         self.source = [p.detach().clone() for _, p in self.named_params]
         self.anchor_values = [s.clone() for s in self.source]
         self._norms = PerSampleNorm(model)

@@ -215,6 +215,7 @@ def train_lm(
     seed: int = 0,
     eval_every: int = 100,
     eval_windows: int = 128,
+    final_windows: int | None = None,
     model_kwargs: dict[str, int] | None = None,
     schedule_lr: bool = True,
 ) -> LMResult:
@@ -233,7 +234,9 @@ def train_lm(
         decay_fraction: Fraction of steps in the final linear decay.
         seed: Seed of the model initialisation and the batch order.
         eval_every: Validation interval for the curve (on ``eval_windows`` windows).
-        eval_windows: Windows used for the curve; the final loss uses the whole split.
+        eval_windows: Windows used for the curve.
+        final_windows: Windows of the final loss (default: the whole split; the quick smoke
+            run takes fewer).
         model_kwargs: :class:`TinyGPT` arguments.
         schedule_lr: Attach the warmup-stable-decay ``LambdaLR`` (off for schedule-free
             optimizers, which warm up themselves and need no decay).
@@ -284,7 +287,7 @@ def train_lm(
     result.state_bytes = optimizer_state_bytes(opt)
     if result.diverged:
         return result
-    final = _eval(None)
+    final = _eval(final_windows)
     result.curve_steps.append(steps)
     result.curve_val_loss.append(final)
     result.final_val_loss = final

@@ -17,13 +17,15 @@ from ema_nesterov import EMANesterov
 
 #: 256 -> 2048 -> 2048 -> 64 with biases: 4,853,824 parameters.
 WIDTHS = (256, 2048, 2048, 64)
+#: The quick run's smoke-test size (304,144 parameters).
+QUICK_WIDTHS = (64, 512, 512, 16)
 
 
-def mlp_params(seed: int = 0) -> list[torch.nn.Parameter]:
+def mlp_params(seed: int = 0, widths: tuple[int, ...] = WIDTHS) -> list[torch.nn.Parameter]:
     """The MLP's parameters, each with a fixed random gradient."""
     gen = torch.Generator().manual_seed(seed)
     params = []
-    for fan_in, fan_out in itertools.pairwise(WIDTHS):
+    for fan_in, fan_out in itertools.pairwise(widths):
         for shape in ((fan_out, fan_in), (fan_out,)):
             p = torch.nn.Parameter(torch.randn(shape, generator=gen) / fan_in**0.5)
             p.grad = torch.randn(shape, generator=gen)
@@ -43,10 +45,10 @@ def state_tensors_per_param(opt: torch.optim.Optimizer, p: torch.Tensor) -> int:
     )
 
 
-def _optimizers(impl: str) -> dict[str, torch.optim.Optimizer]:
+def _optimizers(impl: str, widths: tuple[int, ...]) -> dict[str, torch.optim.Optimizer]:
     def adamw() -> torch.optim.Optimizer:
         kw = {"fused": True} if impl == "fused" else {"foreach": True}
-        return torch.optim.AdamW(mlp_params(), lr=1e-4, weight_decay=0.1, **kw)
+        return torch.optim.AdamW(mlp_params(widths=widths), lr=1e-4, weight_decay=0.1, **kw)
 
     return {
         f"AdamW({impl})": adamw(),
@@ -57,11 +59,14 @@ def _optimizers(impl: str) -> dict[str, torch.optim.Optimizer]:
     }
 
 
-def measure_step_time(steps: int, warmup: int = 3) -> dict[str, Any]:
+def measure_step_time(
+    steps: int, warmup: int = 3, widths: tuple[int, ...] = WIDTHS
+) -> dict[str, Any]:
     """Median ``step()`` milliseconds and state tensors per parameter, fused and foreach bases."""
-    out: dict[str, Any] = {"n_params": sum(p.numel() for p in mlp_params()), "runs": {}}
+    n_params = sum(p.numel() for p in mlp_params(widths=widths))
+    out: dict[str, Any] = {"n_params": n_params, "widths": list(widths), "runs": {}}
     for impl in ("fused", "foreach"):
-        opts = _optimizers(impl)
+        opts = _optimizers(impl, widths)
         times: dict[str, list[float]] = {n: [] for n in opts}
         names = list(opts)
         for step in range(warmup + steps):

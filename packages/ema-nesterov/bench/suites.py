@@ -14,9 +14,10 @@ from methodkit.bench import Outcome, ResultRow, check, compare
 
 def step_time(args: argparse.Namespace) -> Outcome:
     """Median optimizer.step() time, wrapper vs base, fused and foreach AdamW, 4.9M MLP."""
-    from steptime import measure_step_time
+    from steptime import QUICK_WIDTHS, WIDTHS, measure_step_time
 
-    r = measure_step_time(steps=3 if args.quick else 40)
+    steps = 3 if args.quick else 40
+    r = measure_step_time(steps=steps, widths=QUICK_WIDTHS if args.quick else WIDTHS)
     runs = r["runs"]
     rows = [ResultRow.from_values(n, "step_ms", v["step_ms"], False) for n, v in runs.items()]
     rows += [
@@ -47,9 +48,7 @@ def step_time(args: argparse.Namespace) -> Outcome:
             inputs=[n_ours, n_base],
         )
     )
-    config = {"n_params": r["n_params"], "widths": [256, 2048, 2048, 64], "timed_steps": 40}
-    if args.quick:
-        config["timed_steps"] = 3
+    config = {"n_params": r["n_params"], "widths": r["widths"], "timed_steps": steps}
     return Outcome(config, rows, claims, units={"step_ms": "ms"})
 
 

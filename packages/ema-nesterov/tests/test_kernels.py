@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from ema_nesterov import EMANesterov
-from ema_nesterov._kernels import ema_update, fold_in, fold_out, fusable
+from ema_nesterov._kernels import CHUNK, backwards, ema_update, fold_in, fold_out, fusable
 from reference import one_step_exact
 
 SHAPES = [(64, 33), (7,), (5, 4, 3), (128, 64)]
@@ -42,12 +42,13 @@ def test_fused_ema_update_is_the_foreach_one_in_float32(b_next):
     assert not torch.equal(m1[0], ms[0])  # the update moved m: the comparison can fail
 
 
+@pytest.mark.parametrize("scale", [1.0, 1.1])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_fused_fold_out_is_the_foreach_one(dtype):
+def test_fused_fold_out_is_the_foreach_one(dtype, scale):
     ps, _, ms = _lists(dtype, 1)
     (p1, m1), (p2, m2) = _clone(ps, ms), _clone(ps, ms)
-    fold_out(p1, m1, 0.9, 1.7, fused=True)
-    fold_out(p2, m2, 0.9, 1.7, fused=False)
+    fold_out(p1, m1, 0.9, 1.7, scale, fused=True)
+    fold_out(p2, m2, 0.9, 1.7, scale, fused=False)
     _assert_same(p1 + m1, p2 + m2, SHAPES)
 
 
@@ -56,10 +57,61 @@ def test_fused_paths_match_foreach_to_rounding_in_float64():
     (p1, y1, m1), (p2, y2, m2) = _clone(ps, ys, ms), _clone(ps, ys, ms)
     ema_update(p1, y1, m1, 0.9, 1.3, 1.1, fused=True)  # 1 - (1 + a) is not -a in binary
     ema_update(p2, y2, m2, 0.9, 1.3, 1.1, fused=False)
-    fold_in(p1, m1, 0.7, 0.4, fused=True)  # m - a (y + (1 - b) m) vs (g + a b) m - a y
-    fold_in(p2, m2, 0.7, 0.4, fused=False)
     for a, b in zip(p1 + m1, p2 + m2, strict=True):
         torch.testing.assert_close(a, b, rtol=1e-15, atol=1e-17)
+
+
+@pytest.mark.parametrize(("gamma", "beta"), [(0.9, 1.0), (0.7, 0.4), (0.5, 4.0), (0.0, 0.0)])
+def test_fold_in_then_out_is_the_ema_step_as_written(gamma, beta):
+    """The scaled fold (m - (a / c) y, times c after the step) is the update to rounding."""
+    ys, thetas, ms = _lists(torch.float64, 3)  # y_t, the base's output theta_{t+1}, m_t
+    ps, fms = _clone(ys, ms)
+    scale = fold_in(ps, fms, gamma, beta)
+    assert scale == (1.0 if gamma == beta == 0.0 else gamma + (1 - gamma) * beta)
+    for p, theta in zip(ps, thetas, strict=True):
+        p.copy_(theta)  # the base step moves the parameters to theta_{t+1}
+    fold_out(ps, fms, gamma, 1.3, scale)
+    for p, m, y, theta, m_t in zip(ps, fms, ys, thetas, ms, strict=True):
+        m_ref = gamma * m_t + (1 - gamma) * (theta - (y - beta * m_t))
+        torch.testing.assert_close(m, m_ref, rtol=0, atol=1e-14)  # a wrong formula: ~1e-3
+        torch.testing.assert_close(p, theta + 1.3 * m_ref, rtol=0, atol=1e-14)
+
+
+def test_backwards_pairs_the_same_elements_and_covers_each_once():
+    big = torch.arange(2 * CHUNK + 100, dtype=torch.float64)
+    small, strided = torch.arange(5.0, dtype=torch.float64), torch.zeros(4, CHUNK + 1).t()
+    firsts, seconds = backwards([big, small, strided], [-big, -small, -strided])
+    assert [t.numel() for t in firsts] == [4 * (CHUNK + 1), 5, 100, CHUNK, CHUNK]  # last first
+    for a, b in zip(firsts, seconds, strict=True):
+        assert torch.equal(a, -b)  # position i of each list holds the same elements
+    assert torch.equal(torch.cat([t.reshape(-1) for t in firsts[:0:-1]]), torch.cat([big, small]))
+    firsts[-1].add_(1.0)  # views: writing a chunk writes the tensor
+    assert big[0] == 1.0
+
+
+@pytest.mark.parametrize(("gamma", "beta"), [(0.9, 1.0), (0.5, 2.0), (0.0, 0.9)])
+@pytest.mark.parametrize("memory_efficient", [None, False])
+def test_chunked_fast_path_is_the_float64_step(gamma, beta, memory_efficient):
+    """A parameter over CHUNK elements (cut into chunks) gets the reference update, every step."""
+    gen = torch.Generator().manual_seed(0)
+    params = [torch.nn.Parameter(torch.randn(s, generator=gen)) for s in [(700, 400), (33,)]]
+    assert len(backwards(params[:1])[0]) == 2  # the fast path cuts the big one
+    base = torch.optim.AdamW(params, lr=1e-2, weight_decay=0.1, fused=True)
+    opt = EMANesterov(base, gamma, beta, memory_efficient=memory_efficient)
+    got = {}
+    base.register_step_post_hook(lambda *_: got.update(theta=[p.detach().clone() for p in params]))
+    for step in range(4):
+        before = [(p.detach().clone(), opt.state[p]["m"].clone()) for p in params if opt.state[p]]
+        for p in params:
+            p.grad = torch.randn(p.shape, generator=gen)
+        opt.step()
+        for p, (y_t, m_t), theta in zip(params, before, got["theta"], strict=(step > 0)):
+            p_ref, theta_ref = one_step_exact(y_t, m_t, theta, gamma, beta, beta)
+            scale = theta_ref.abs() + (p_ref - theta_ref).abs() + y_t.double().abs()
+            ulp = torch.finfo(torch.float32).eps * scale
+            assert float(((p.detach().double() - p_ref).abs() / ulp).max()) <= 2.0
+            theta_now = p.detach().double() - beta * opt.state[p]["m"].double()
+            assert float(((theta_now - theta_ref).abs() / ulp).max()) <= 2.0
 
 
 def test_default_keeps_one_buffer_in_float32_and_two_in_bfloat16(h):

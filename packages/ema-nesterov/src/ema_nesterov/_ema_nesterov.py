@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from ema_nesterov._kernels import ema_update, fold_in, fold_out, save_point, shift
+from ema_nesterov._kernels import backwards, ema_update, fold_in, fold_out, save_point, shift
 from ema_nesterov._wrapping import (
     as_base_list,
     check_nonneg,
@@ -301,20 +301,28 @@ class EMANesterov(torch.optim.Optimizer):
         return list(buckets.values())
 
     def _pre_step(self, gamma: float, b: float, params: list[torch.Tensor]) -> list:
-        plan = self._buckets(params)
-        for folds, ps, ms in plan:
+        """Fold ``y`` into ``m`` or save it; the plan holds what :meth:`_post_step` needs.
+
+        Each bucket's tensors are walked back to front in chunks (``backwards``), so both
+        passes meet the base step's sweep in cache.
+        """
+        plan = []
+        for folds, ps, ms in self._buckets(params):
             if folds:  # m <- (gamma + (1 - gamma) b) m - (1 - gamma) y_t, completed after
-                fold_in(ps, ms, gamma, b)
+                ps, ms = backwards(ps, ms)
+                plan.append((None, ps, ms, fold_in(ps, ms, gamma, b)))
             else:
-                save_point(ps, [self._buffer(p, "y") for p in ps])
+                ps, ys, ms = backwards(ps, [self._buffer(p, "y") for p in ps], ms)
+                save_point(ps, ys)
+                plan.append((ys, ps, ms, 1.0))
         return plan
 
     def _post_step(self, gamma: float, b: float, b_next: float, plan: list) -> None:
-        for folds, ps, ms in plan:
-            if folds:
-                fold_out(ps, ms, gamma, b_next)
+        for ys, ps, ms, scale in plan:
+            if ys is None:
+                fold_out(ps, ms, gamma, b_next, scale)
             else:
-                ema_update(ps, [self.state[p]["y"] for p in ps], ms, gamma, b, b_next)
+                ema_update(ps, ys, ms, gamma, b, b_next)
 
     @torch.no_grad()
     def sync_lookahead(self) -> None:

@@ -1,8 +1,8 @@
 """The element-wise updates of one EMA-Nesterov step, with as few memory passes as torch allows.
 
 Each function takes lists of same-shaped tensors (parameters ``ps``, EMA buffers ``ms``,
-scratch copies ``ys``). Where all tensors share one dtype and a CPU/CUDA device, the arithmetic
-runs in one pass through ``torch._fused_sgd_``: SGD with momentum computes
+scratch copies ``ys``). Where all tensors share one dtype and a CPU/CUDA device, the update
+after the base step runs in one pass through ``torch._fused_sgd_``: SGD with momentum computes
 ``d = grad + wd * param``, ``buf <- momentum * buf + (1 - dampening) * d`` and
 ``param <- param - lr * buf`` in a single kernel, which is exactly the shape of the EMA update
 followed by the lookahead shift (the arguments below map one onto the other). Elsewhere
@@ -10,7 +10,9 @@ followed by the lookahead shift (the arguments below map one onto the other). El
 ``torch._foreach_*`` calls, or per tensor in the wider dtype.
 
 Passes over memory per step, in parameter-sized reads + writes (AdamW's fused step is 7):
-two-buffer mode 2 (copy ``y``) + 5 (update and shift), one-buffer fold 3 + 4.
+two-buffer mode 2 (copy ``y``) + 5 (update and shift), one-buffer fold 3 + 4. The wrapper
+walks them back to front in chunks (:func:`backwards`), so that they meet the end of the base
+step's sweep still in cache.
 """
 
 from __future__ import annotations
@@ -18,6 +20,33 @@ from __future__ import annotations
 import torch
 
 _FUSED = hasattr(torch, "_fused_sgd_")
+#: Chunk length of :func:`backwards`, in elements: 1 MiB of float32, a multiple of every
+#: vector width (so the fused kernel's scalar tail stays at the tensor's own end).
+CHUNK = 1 << 18
+#: Below this ``gamma + (1 - gamma) beta``, :func:`fold_in` does not divide by it.
+_MIN_SCALE = 1e-6
+
+
+def backwards(*lists: list[torch.Tensor]) -> list[list[torch.Tensor]]:
+    """The lists' tensors as views of at most :data:`CHUNK` elements, last chunk first.
+
+    Base optimizers sweep their parameters front to back, so right after the base step the
+    cache holds the end of that sweep; an update walking back from there reuses it, and the
+    update before the step ends at the front, where the base's sweep begins. Every list is cut
+    alike (position ``i`` of each output pairs the same elements); a tensor that is not
+    contiguous in every list stays whole. Views only: no memory is allocated.
+    """
+    if all(t.numel() <= CHUNK for t in lists[0]):  # nothing to cut (small models)
+        return [ts[::-1] for ts in lists]
+    out: list[list[torch.Tensor]] = [[] for _ in lists]
+    for same in zip(*lists, strict=True):
+        if same[0].numel() > CHUNK and all(t.is_contiguous() for t in same):
+            pieces = [t.detach().view(-1).split(CHUNK) for t in same]
+        else:
+            pieces = [(t,) for t in same]
+        for chunks, piece in zip(out, pieces, strict=True):
+            chunks.extend(piece)
+    return [chunks[::-1] for chunks in out]
 
 
 def fusable(*lists: list[torch.Tensor]) -> bool:
@@ -56,39 +85,55 @@ def save_point(ps: list[torch.Tensor], ys: list[torch.Tensor]) -> None:
     torch._foreach_copy_(ys, ps)
 
 
-def fold_in(
-    ps: list[torch.Tensor], ms: list[torch.Tensor], gamma: float, beta: float, fused: bool = True
-) -> None:
-    """One-buffer fold, before the base step: ``m <- (gamma + (1 - gamma) beta) m - (1 - gamma) y``.
-
-    The fused form computes ``m - (1 - gamma) (y + (1 - beta) m)``, the same number up to
-    rounding (the fold is not bit-exact anyway: it cancels ``y`` out again after the step).
-    """
-    a = 1.0 - gamma
-    if fused and fusable(ps, ms):
-        # param := m, grad := y: m <- m - a * (y + (1 - beta) * m), momentum 0 (no buffer)
-        _fused_sgd(ms, ps, [], weight_decay=1.0 - beta, momentum=0.0, lr=a, dampening=0.0)
-    elif all(p.dtype == m.dtype for p, m in zip(ps, ms, strict=True)):
-        torch._foreach_mul_(ms, gamma + a * beta)
-        torch._foreach_add_(ms, ps, alpha=-a)
+def _add(ms: list[torch.Tensor], ps: list[torch.Tensor], alpha: float) -> None:
+    """``m <- m + alpha p`` in the buffers' dtype (one foreach call where the dtypes agree)."""
+    if all(p.dtype == m.dtype for p, m in zip(ps, ms, strict=True)):
+        torch._foreach_add_(ms, ps, alpha=alpha)
     else:
         for p, m in zip(ps, ms, strict=True):
-            m.mul_(gamma + a * beta).add_(p.to(m.dtype), alpha=-a)
+            m.add_(p.to(m.dtype), alpha=alpha)
+
+
+def fold_in(ps: list[torch.Tensor], ms: list[torch.Tensor], gamma: float, beta: float) -> float:
+    """One-buffer fold, before the base step; returns the ``scale`` :func:`fold_out` takes.
+
+    The fold is ``m <- c m - (1 - gamma) y`` with ``c = gamma + (1 - gamma) beta``; it is kept
+    as ``m - ((1 - gamma) / c) y`` (one pass of 3 reads+writes) and multiplied by ``c``
+    inside :func:`fold_out`'s pass. The same number up to rounding (the fold is not bit-exact
+    anyway: it cancels ``y`` out again after the step); the rounding stays that of ``y`` times
+    ``1 - gamma`` for every ``c``. Where ``c`` is ~0 (``gamma = 0``, ``beta = 0``) the fold is
+    applied as it stands and the scale is 1.
+    """
+    a = 1.0 - gamma
+    c = gamma + a * beta
+    if c >= _MIN_SCALE:
+        _add(ms, ps, -a / c)
+        return c
+    torch._foreach_mul_(ms, c)
+    _add(ms, ps, -a)
+    return 1.0
 
 
 def fold_out(
-    ps: list[torch.Tensor], ms: list[torch.Tensor], gamma: float, b_next: float, fused: bool = True
+    ps: list[torch.Tensor],
+    ms: list[torch.Tensor],
+    gamma: float,
+    b_next: float,
+    scale: float = 1.0,
+    fused: bool = True,
 ) -> None:
-    """One-buffer fold, after the base step: ``m <- m + (1 - gamma) p``, then ``p <- p + b_next m``.
+    """One-buffer fold, after the base step: ``m <- scale m + (1 - gamma) p; p <- p + b_next m``.
 
-    Bit for bit the same as the two ``foreach`` calls (tested).
+    Bit for bit the same as the ``foreach`` calls (tested).
     """
     a = 1.0 - gamma
     if fused and b_next != 0.0 and fusable(ps, ms):
-        # grad := p (read before p is written, element by element): buf <- buf + a * p,
+        # grad := p (read before p is written, element by element): buf <- scale buf + a p,
         # then p <- p + b_next * buf; 1 - dampening = 1 - gamma is a itself.
-        _fused_sgd(ps, ps, ms, weight_decay=0.0, momentum=1.0, lr=-b_next, dampening=gamma)
+        _fused_sgd(ps, ps, ms, weight_decay=0.0, momentum=scale, lr=-b_next, dampening=gamma)
         return
+    if scale != 1.0:
+        torch._foreach_mul_(ms, scale)
     if all(p.dtype == m.dtype for p, m in zip(ps, ms, strict=True)):
         torch._foreach_add_(ms, ps, alpha=a)
         if b_next != 0.0:

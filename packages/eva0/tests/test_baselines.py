@@ -105,6 +105,7 @@ def test_foa_needs_a_vit_and_cma_extra(monkeypatch):
         FOA(_vit(), _x(16), backend="cma")
 
 
+@pytest.mark.slow  # importing cma takes ~5 s on a busy core
 def test_foa_cma_backend_runs():
     pytest.importorskip("cma")
     foa = FOA(_vit(), _x(16), n_prompts=1, popsize=4, backend="cma")

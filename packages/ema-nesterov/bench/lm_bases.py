@@ -30,7 +30,7 @@ FULL = {
     "gammas": [0.0, 0.9],
     "eval_every": 30,
 }
-QUICK = {**FULL, "steps": 12, "sweep_steps": 0, "warmup": 2, "eval_every": 6, "final_windows": 128}
+QUICK = {**FULL, "steps": 8, "sweep_steps": 0, "warmup": 2, "eval_every": 4, "final_windows": 128}
 #: What the full run cuts from the spec's protocol (d 128, batch 32, 800 steps, sweep 300).
 SCALE = {
     "d_model": "64 of 128",

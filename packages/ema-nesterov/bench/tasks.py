@@ -86,10 +86,10 @@ LM_FULL = {
 #: The smoke run: fewer steps, and the final loss on 128 of the split's ~730 windows.
 LM_QUICK = {
     **LM_FULL,
-    "steps": 40,
+    "steps": 20,
     "sweep_steps": 0,
-    "eval_every": 20,
-    "overhead_steps": 10,
+    "eval_every": 10,
+    "overhead_steps": 6,
     "final_windows": 128,
 }
 

@@ -32,7 +32,7 @@ system-deps: ## apt packages some packages use (tesseract-ocr); never fails, say
 	@bash scripts/system_deps.sh
 
 sync: uv system-deps ## install every package (editable), all extras and dev tools into .venv
-	$(UV) sync --locked --all-packages --all-extras
+	$(UV) sync --locked --all-packages --all-extras --compile-bytecode
 
 lock: uv ## re-resolve uv.lock after editing any pyproject.toml
 	$(UV) lock

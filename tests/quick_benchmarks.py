@@ -13,7 +13,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -57,7 +56,6 @@ class QuickBenchmarks:
         self._futures: dict[str, Future[QuickRun]] = {}
         self._pool: ThreadPoolExecutor | None = None
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
-        self._lock = threading.Lock()
 
     def start(self, packages: list[tuple[str, Path]]) -> None:
         """Queue every given (dist, folder) pair unless workers are set to 0."""
@@ -72,8 +70,7 @@ class QuickBenchmarks:
 
     def result(self, dist: str, package_dir: Path, fallback_out: Path) -> QuickRun:
         """The package's run: the queued one if there is one, else run now into ``fallback_out``."""
-        with self._lock:
-            future = self._futures.get(dist)
+        future = self._futures.get(dist)
         if future is None:
             return run_quick_benchmark(dist, package_dir, fallback_out)
         return future.result()

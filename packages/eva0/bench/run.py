@@ -134,8 +134,8 @@ def _config(epochs: int, clean: float, best: dict, quick: bool) -> dict:
         "clean_test_accuracy": clean,
         "corruptions": TEST_CORRUPTIONS,
         "tuned_configs": best,
-        "eva0_defaults": "EVA0(model): layer_norm profile eps 0.05, max_step 0.01; "
-        "lr 0.01, anchor 0.1, guard 0.05",
+        "eva0_defaults": f"EVA0(model): layer_norm profile {PROFILES['layer_norm']}; "
+        "anchor 0.1, guard 0.05",
         "foa": "3 prompts, popsize 4 + 3 ln 192 = 19 (+1 incumbent) or 2 (+1) for "
         "'FOA (3 passes)', built-in CMA-ES, activation shift; source stats on 256 train images",
         "scale": SCALE,

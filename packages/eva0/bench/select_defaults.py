@@ -16,16 +16,14 @@ from __future__ import annotations
 import statistics
 import sys
 
-import numpy as np
 import torch
 import zoo
-from tasks import BATCH, digits16
+from tasks import digits16, stream
 
 import methodkit
 from eva0 import EVA0, adapt_stream
 from eva0.baselines import NoAdapt
-from eva0.corruptions import NAMES, corrupt
-from methodkit.torch import generator
+from eva0.corruptions import NAMES
 
 CANDIDATES = {
     "eps 0.05, max_step 0.01 (ViT profile)": {"eps": 0.05, "lr": 0.01, "max_step": 0.01},
@@ -40,13 +38,6 @@ CANDIDATES = {
 }
 
 
-def held_out(X: torch.Tensor, y: torch.Tensor, name: str, severity: int) -> list:
-    Xc = torch.as_tensor(corrupt(X.numpy(), name, severity, np.random.default_rng(4321)))
-    order = torch.randperm(len(y), generator=generator(1))
-    Xc, yc = Xc[order], y[order]
-    return [(Xc[i : i + BATCH], yc[i : i + BATCH]) for i in range(0, len(yc), BATCH)]
-
-
 def main(kinds: list[str]) -> None:
     torch.set_num_threads(1)
     methodkit.seed_everything(0)
@@ -54,7 +45,12 @@ def main(kinds: list[str]) -> None:
     for kind in kinds:
         model = zoo.trained(kind, Xtr, ytr, zoo.EPOCHS[kind])
         state = {k: v.clone() for k, v in model.state_dict().items()}
-        streams = {(c, s): held_out(Xtr[:597], ytr[:597], c, s) for c in NAMES for s in (3, 5)}
+        X, y = Xtr[:597], ytr[:597]
+        streams = {
+            (c, s): stream(X, y, c, s, corruption_seed=4321, shuffle_seed=1)
+            for c in NAMES
+            for s in (3, 5)
+        }
         base = {k: adapt_stream(NoAdapt(model), b)["accuracy"] for k, b in streams.items()}
         for label, cfg in CANDIDATES.items():
             cells = {}

@@ -5,7 +5,6 @@ Script helpers, not part of the wheel.
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ from eva0 import EVA0, adapt_stream
 from eva0.baselines import FOA, DeYO, NoAdapt, Tent, ZOShared
 from eva0.corruptions import corrupt
 from eva0.models import tiny_vit
+from methodkit.data import load_digits_arrays
 from methodkit.torch import generator
 
 TEST_CORRUPTIONS = [
@@ -57,25 +57,9 @@ TUNED_AS = {
 }
 
 
-def digits_arrays() -> tuple[Any, Any]:
-    """``methodkit.data.load_digits_arrays()`` without importing scikit-learn.
-
-    Reads the file sklearn's ``load_digits`` reads (``sklearn/datasets/data/digits.csv.gz``,
-    64 pixel columns then the label) and scales it the same way (/16, float32): identical
-    arrays, minus the 5-8 s import of sklearn (and pandas) that dominated ``--quick``.
-    """
-    spec = importlib.util.find_spec("sklearn")  # locates the package without running it
-    if spec is None or spec.origin is None:
-        raise ImportError("the digits ship with scikit-learn: pip install 'eva0[bench]'")
-    data = np.loadtxt(
-        Path(spec.origin).parent / "datasets" / "data" / "digits.csv.gz", delimiter=","
-    )
-    return (data[:, :-1] / 16.0).astype(np.float32), data[:, -1].astype(np.int64)
-
-
 def digits16() -> tuple[Any, Any, Any, Any]:
     """1,200 train / 597 test digits, [0, 1], bilinearly upsampled to 16x16 (seed 0 split)."""
-    X, y = digits_arrays()
+    X, y = load_digits_arrays()
     X = X.reshape(-1, 8, 8)
     perm = np.random.default_rng(0).permutation(len(y))
     X16 = torch.nn.functional.interpolate(
@@ -90,10 +74,18 @@ def accuracy(model: Any, X: Any, y: Any) -> float:
         return float((model(X).argmax(1) == y).float().mean())
 
 
-def stream(Xte: Any, yte: Any, name: str, severity: int = 5) -> list[tuple[Any, Any]]:
+def stream(
+    Xte: Any,
+    yte: Any,
+    name: str,
+    severity: int = 5,
+    corruption_seed: int = 1234,
+    shuffle_seed: int = 0,
+) -> list[tuple[Any, Any]]:
     """The corrupted test set (corruption rng 1234), shuffled with seed 0, in batches of 16."""
-    Xc = torch.as_tensor(corrupt(Xte.numpy(), name, severity, np.random.default_rng(1234)))
-    order = torch.randperm(len(yte), generator=generator(0))
+    rng = np.random.default_rng(corruption_seed)
+    Xc = torch.as_tensor(corrupt(Xte.numpy(), name, severity, rng))
+    order = torch.randperm(len(yte), generator=generator(shuffle_seed))
     Xc, yc = Xc[order], yte[order]
     return [(Xc[i : i + BATCH], yc[i : i + BATCH]) for i in range(0, len(yc), BATCH)]
 

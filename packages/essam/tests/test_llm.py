@@ -171,27 +171,71 @@ def test_trl_adapter_is_lazy():
             trl_grpo.run(None, [], [])
 
 
+def test_wall_clock_limit_rejects_a_bad_budget():
+    from essam.baselines import trl_grpo
+
+    for bad in (0.0, -1.0, float("inf"), float("nan")):
+        with pytest.raises(ValueError, match="positive finite"):
+            trl_grpo.wall_clock_limit(bad)
+
+
+def _text_hash_reward(prompts, completions, **_):
+    """A reward that varies between random completions, so GRPO advantages are non-zero."""
+    return [sum(map(ord, t)) % 5 / 4 for t in completions]
+
+
 @pytest.mark.slow
-def test_trl_grpo_adapter_one_step(tok, tmp_path):
+def test_trl_grpo_trains_only_the_subset_of_tiny_smollm2_within_the_wall_clock(tmp_path):
     pytest.importorskip("trl")
     datasets = pytest.importorskip("datasets")
     from essam.baselines import trl_grpo
+    from essam.tasks.sums import make_sum_prompts, sum_reward
+    from methodkit.smollm2 import tiny_smollm2
 
-    model = _model(tok)
-    rows = ar.make_problems(8, "rl_train")
-    ds = datasets.Dataset.from_list([{"prompt": r["prompt"], "answer": r["answer"]} for r in rows])
+    model, tok = tiny_smollm2(layers=2, hidden=24)
+    model.save_pretrained(tmp_path / "model")  # TRL builds its reference model from here
+    model = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "model")
+    for p in model.parameters():
+        p.requires_grad_(False)
+    subset = {f"model.layers.1.{n}" for n, _ in model.model.layers[1].named_parameters()}
+    subset.add("model.norm.weight")
+    for n, p in model.named_parameters():
+        p.requires_grad_(n in subset)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+
+    def partial_sum_reward(prompts, completions, answer, **_):
+        return sum_reward(prompts, completions, answer, partial=True)
+
+    budget, max_steps = 1.0, 200
+    limit = trl_grpo.wall_clock_limit(budget)
     trainer = trl_grpo.run(
         model,
-        ar.partial_reward,
-        ds,
+        [partial_sum_reward, _text_hash_reward],
+        datasets.Dataset.from_list(make_sum_prompts(40, "train")),
         processing_class=tok,
-        output_dir=str(tmp_path),
-        max_steps=1,
-        per_device_train_batch_size=4,
+        callbacks=[limit],
+        output_dir=str(tmp_path / "out"),
+        max_steps=max_steps,
+        per_device_train_batch_size=8,
         num_generations=4,
-        max_completion_length=8,
-        report_to="none",
+        max_completion_length=3,
+        learning_rate=1e-2,
+        beta=0.04,
+        use_vllm=False,
         use_cpu=True,
+        bf16=False,
+        gradient_checkpointing=False,
+        report_to="none",
         save_strategy="no",
+        logging_steps=1,
+        disable_tqdm=True,
     )
-    assert trainer.state.global_step == 1
+    steps = trainer.state.global_step
+    assert trainer.ref_model is not None
+    # stopped by the clock, at the first step that ended past the budget
+    assert 2 <= steps < max_steps
+    assert limit.steps == steps == len(limit.curve)
+    assert limit.curve[-2][0] < budget <= limit.curve[-1][0] == limit.elapsed
+    changed = {n for n, p in model.named_parameters() if not torch.equal(p, before[n])}
+    assert changed
+    assert changed <= subset

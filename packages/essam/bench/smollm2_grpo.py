@@ -25,6 +25,13 @@ def partial_sum_reward(prompts: Any, completions: Any, answer: Any, **_: Any) ->
     return sum_reward(prompts, completions, answer, partial=True)
 
 
+def drop_grads(model: Any) -> None:
+    """Free the gradients a GRPO run leaves on the model, and the trainer's reference cycles."""
+    for p in model.parameters():
+        p.grad = None
+    gc.collect()
+
+
 def trl_available() -> bool:
     """Whether TRL (and ``datasets``) can be imported; imports them if so."""
     try:
@@ -81,7 +88,7 @@ def _trl_train(model: Any, tok: Any, cfg: dict, seed: int, max_steps: int, secon
     total = time.perf_counter() - t0
     steps = trainer.state.global_step
     del trainer
-    gc.collect()
+    drop_grads(model)
     model.config.use_cache = use_cache  # transformers' Trainer switches the KV cache off
     model.eval()
     return {
@@ -132,7 +139,7 @@ def run_minimal(model: Any, tok: Any, cfg: dict, seed: int) -> dict:
     seconds = time.perf_counter() - t0
     model.eval()
     del trainer
-    gc.collect()
+    drop_grads(model)
     return {
         "rollouts": it * cfg["grpo"]["prompts"] * cfg["grpo"]["G"],
         "seconds": seconds,
@@ -147,4 +154,4 @@ def minimal_step(model: Any, tok: Any, cfg: dict) -> None:
     trainer = _minimal(model, tok, cfg, 0)
     trainer.step(rows)
     del trainer
-    gc.collect()
+    drop_grads(model)

@@ -1,8 +1,8 @@
-"""Forward passes to a target loss (spec tasks A and B), V-cycle ablation, peak memory.
+"""Forward passes to a target loss (spec tasks A and B, SmolLM2), ablation, memory, step time.
 
 python bench/run.py [--quick] [--seeds 0 1 2] [--threads 1] [--spec] [--workers 2]
                     [--only forward_passes_A forward_passes_B engine_ablation peak_memory
-                            step_time]
+                            step_time smollm2_zo]
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import sys
 
 import memory
 import protocol as fwd
+import smollm2_zo
 import step_time
 from tasks import digits_task, sequence_task
 
@@ -215,6 +216,11 @@ def step_time_benchmark(args: argparse.Namespace) -> Outcome:
     )
 
 
+def smollm2_benchmark(args: argparse.Namespace) -> Outcome:
+    """ENGINE vs MeZO, LOZO, SubZero on SmolLM2-135M-Instruct (tiny_smollm2 with --quick)."""
+    return smollm2_zo.outcome(args.quick, list(args.seeds))
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--spec",
@@ -236,6 +242,7 @@ def main(argv: list[str] | None = None) -> int:
         "engine_ablation": engine_ablation,
         "peak_memory": peak_memory,
         "step_time": step_time_benchmark,
+        "smollm2_zo": smollm2_benchmark,
     }
     return run_suite(PACKAGE, benchmarks, argv, add_arguments=add_arguments)
 

@@ -1,10 +1,10 @@
 """Diagnostic behind the README's GunPoint note: gradient agreement during HEL training.
 
-Trains the benchmark's GunPoint model (seed 0, full batch, lr 1e-2) with one estimator and,
-every 4th epoch, prints the cosine to BPTT of centred HEL in float32 and float64, the linearized
-echo in float64, and the test accuracy.
+Trains the benchmark's GunPoint model (full batch; seed 0 and the benchmark's lr unless given)
+with one estimator and, every 4th epoch, prints the cosine to BPTT of centred HEL in float32
+and float64, the linearized echo in float64, and the test accuracy.
 
-Usage: python bench/gunpoint_probe.py [--epochs 40] [--estimator hel] [--seed 0]
+Usage: python bench/gunpoint_probe.py [--epochs 40] [--lr 1e-2] [--estimator hel] [--seed 0]
 """
 
 import argparse
@@ -21,6 +21,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=40)
     parser.add_argument("--estimator", default="hel")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--lr", type=float, default=tasks.CONFIG["gunpoint"]["lr"])
     args = parser.parse_args()
     torch.set_num_threads(1)
     Xtr, ytr, Xte, yte, _ = tasks.load_task("gunpoint", False)
@@ -29,7 +30,7 @@ def main() -> None:
     model = tasks.build_model(args.seed, 1, 2, cfg["n"], cfg["dt"], "mean")
     loss = torch.nn.CrossEntropyLoss()
     est = tasks.make_estimator(args.estimator, model, loss, Xtr.shape[1])
-    opt = torch.optim.Adam(model.parameters(), lr=cfg["lr"])
+    opt = torch.optim.Adam(model.parameters(), lr=args.lr)
     for ep in range(args.epochs):
         opt.zero_grad()
         est.backward(Xtr, ytr)

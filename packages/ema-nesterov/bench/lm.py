@@ -268,8 +268,12 @@ def train_lm(
     elapsed = 0.0
     for step in range(steps):
         if step % eval_every == 0:
+            curve_loss = _eval(eval_windows)
+            if not math.isfinite(curve_loss):  # the curve ends at its last finite point
+                result.diverged = True
+                break
             result.curve_steps.append(step)
-            result.curve_val_loss.append(_eval(eval_windows))
+            result.curve_val_loss.append(curve_loss)
         idx = torch.randint(0, len(corpus.train) - context - 1, (batch_size,), generator=gen)
         x, y = batch_windows(corpus.train, idx, context)
         t0 = time.perf_counter()
@@ -288,8 +292,9 @@ def train_lm(
     if result.diverged:
         return result
     final = _eval(final_windows)
-    result.curve_steps.append(steps)
-    result.curve_val_loss.append(final)
     result.final_val_loss = final
     result.diverged = not math.isfinite(final)
+    if not result.diverged:  # records are strict JSON: no NaN or inf in a curve
+        result.curve_steps.append(steps)
+        result.curve_val_loss.append(final)
     return result

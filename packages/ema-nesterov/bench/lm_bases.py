@@ -30,7 +30,16 @@ FULL = {
     "gammas": [0.0, 0.9],
     "eval_every": 35,
 }
-QUICK = {**FULL, "steps": 8, "sweep_steps": 0, "warmup": 2, "eval_every": 4, "final_windows": 128}
+#: The smoke run: the previous record's d 64 model, 8 steps, no sweep.
+QUICK = {
+    **FULL,
+    "steps": 8,
+    "sweep_steps": 0,
+    "warmup": 2,
+    "eval_every": 4,
+    "final_windows": 128,
+    "model": {**FULL["model"], "d_model": 64},
+}
 #: What the full run cuts from the spec's protocol (d 128, batch 32, 800 steps, sweep 300).
 SCALE = {
     "d_model": "128 of 128 (the spec's model, 0.45 M parameters)",

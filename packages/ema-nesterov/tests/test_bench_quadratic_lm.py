@@ -105,3 +105,29 @@ def test_train_lm_short_run_improves():
     assert res.state_bytes > 0
     assert Phases(100, 10, 20).lr_factor(0) == pytest.approx(0.1)
     assert Phases(100, 10, 20).lr_factor(90) == pytest.approx(0.5)
+
+
+class _PoisonAfterFirstStep(torch.optim.SGD):
+    """SGD that fills the weights with NaN on its first step: the next evaluation is NaN."""
+
+    def step(self, closure=None):
+        for group in self.param_groups:
+            for p in group["params"]:
+                p.data.fill_(float("nan"))
+
+
+def test_diverged_run_keeps_only_finite_curve_points():
+    # the records are strict JSON: a NaN evaluation must end the curve, not enter it
+    res = train_lm(
+        lambda model, phases: _PoisonAfterFirstStep(model.parameters(), lr=0.1),
+        stdlib_char_corpus(),
+        steps=6,
+        batch_size=2,
+        warmup=1,
+        eval_every=1,
+        eval_windows=4,
+        model_kwargs={"d_model": 16, "n_head": 2, "n_layer": 1},
+    )
+    assert res.diverged
+    assert res.curve_steps == [0]
+    assert all(math.isfinite(v) for v in res.curve_val_loss)

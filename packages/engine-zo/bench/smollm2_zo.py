@@ -40,9 +40,10 @@ FULL = {
     "eval_every": 20,
     "target": 0.59,
     "target_from": (
-        "calibration probe (seed 0, 128 held-out statements): MeZO lr 1e-2 went from 0.6105 to "
-        "0.5935 in 300 forward passes (lr 3e-2: 0.605, noisy; 1e-1: erratic), so 0.59 needs "
-        "more than half of MeZO's budget at that lr; ENGINE lr 1e-2 reached 0.571 in 160"
+        "calibration probe (seed 0, the same 64 training statements): MeZO lr 1e-2 went from "
+        "0.6105 to 0.5935 in 300 forward passes (lr 3e-2: 0.605, noisy; 1e-1: erratic), so "
+        "0.59 needs more than half of MeZO's budget at that lr; ENGINE lr 1e-2 reached 0.571 "
+        "in 160"
     ),
     "scale": "fixed batch of 64 statements, 600 forward passes per run, 3 lrs x 3 seeds",
 }

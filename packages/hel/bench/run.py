@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 import torch
+from bptt_grid import bptt_grid
 from classifier import classifier
 from long_runs import memory, step_time
 from tasks import (
@@ -218,6 +219,7 @@ BENCHMARKS = {
     "basic_motions": task_benchmark("basic_motions"),
     "delayed_recall": task_benchmark("delayed_recall"),
     "echo_learning": echo_learning,
+    "bptt_grid": bptt_grid,
     "memory": memory,
     "step_time": step_time,
     "classifier": classifier,

@@ -195,3 +195,21 @@ def test_repr_names_the_base():
     text = repr(opt)
     assert text.startswith("EMANesterov(gamma=0.9, beta=1.0")
     assert "Adam" in text
+
+
+def test_theta_is_the_base_iterate_in_both_modes():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 2)
+    opt = EMANesterov(torch.optim.SGD(model.parameters(), lr=0.1), gamma=0.5, beta=0.7)
+    assert torch.equal(opt.theta(model.weight), model.weight)  # before the first step
+    for _ in range(3):
+        opt.zero_grad()
+        model(torch.randn(4, 3)).pow(2).sum().backward()
+        opt.step()
+    expected = model.weight.detach() - 0.7 * opt.state[model.weight]["m"]
+    assert torch.allclose(opt.theta(model.weight), expected, atol=1e-7)
+    assert not torch.allclose(expected, model.weight)
+    opt.eval()
+    assert torch.equal(opt.theta(model.weight), model.weight)
+    with pytest.raises(KeyError, match="not a parameter"):
+        opt.theta(torch.zeros(2, 3))

@@ -347,6 +347,26 @@ class EMANesterov(torch.optim.Optimizer):
             group[_APPLIED] = b_new
 
     # ------------------------------------------------------------ eval/train
+    @torch.no_grad()
+    def theta(self, p: torch.Tensor) -> torch.Tensor:
+        r"""The base iterate :math:`\theta` of parameter ``p``, as a new tensor.
+
+        ``p - beta_applied * m`` in training mode, a copy of ``p`` in eval mode (``p`` holds
+        theta there); a parameter not stepped yet is its own theta.
+
+        Raises:
+            KeyError: If ``p`` is not optimized by this wrapper.
+        """
+        for group in self.param_groups:
+            if any(q is p for q in group["params"]):
+                out = p.detach().clone()
+                m = self.state[p].get("m")
+                b = float(group[_APPLIED])
+                if self._training and m is not None and b != 0.0:
+                    shift(out, m, -b)
+                return out
+        raise KeyError("the tensor is not a parameter of this EMANesterov")
+
     def _with_m(self) -> list[tuple[torch.Tensor, torch.Tensor, float]]:
         return [
             (p, self.state[p]["m"], float(g[_APPLIED]))

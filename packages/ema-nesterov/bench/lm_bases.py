@@ -18,7 +18,7 @@ from typing import Any
 import torch
 import torch.optim._muon as torch_muon
 from lm import Phases, TinyGPT, stdlib_char_corpus
-from tasks import scored_val_loss, train_from_config
+from tasks import adamw, muon_pair, scored_val_loss, train_from_config
 
 from ema_nesterov import EMANesterov, NesterovLookahead, wsd_lookahead_schedule
 
@@ -95,19 +95,11 @@ def float32_muon() -> Iterator[None]:
         setattr(torch_muon, name, original)
 
 
-def _adamw(cfg: dict[str, Any], params: Any) -> torch.optim.Optimizer:
-    return torch.optim.AdamW(
-        params, lr=cfg["lr"], betas=(0.9, 0.95), weight_decay=cfg["weight_decay"]
-    )
-
-
 def _base(cfg: dict[str, Any], name: str, model: TinyGPT) -> Any:
     if name == "AdamW":
-        return _adamw(cfg, model.parameters())
+        return adamw(cfg, model.parameters())
     if name == "Muon":  # hidden matrices; embeddings, norms and the head on AdamW
-        hidden, rest = model.hidden_matrices()
-        mu = torch.optim.Muon(hidden, lr=cfg["muon_lr"], weight_decay=cfg["weight_decay"])
-        return [mu, _adamw(cfg, rest)]
+        return muon_pair(cfg, model)
     if name == "SOAP":
         from pytorch_optimizer import SOAP
 

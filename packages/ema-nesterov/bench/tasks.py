@@ -96,16 +96,18 @@ LM_QUICK = {
 Factory = Callable[[TinyGPT, Phases], torch.optim.Optimizer]
 
 
-def _adamw(cfg: dict[str, Any], params: Any) -> torch.optim.Optimizer:
+def adamw(cfg: dict[str, Any], params: Any) -> torch.optim.Optimizer:
+    """The benchmarks' AdamW (the spec's lr, betas (0.9, 0.95) and weight decay)."""
     return torch.optim.AdamW(
         params, lr=cfg["lr"], betas=(0.9, 0.95), weight_decay=cfg["weight_decay"]
     )
 
 
-def _muon_pair(cfg: dict[str, Any], model: TinyGPT) -> list[torch.optim.Optimizer]:
+def muon_pair(cfg: dict[str, Any], model: TinyGPT) -> list[torch.optim.Optimizer]:
+    """Muon on the hidden 2-D weights, :func:`adamw` on embeddings, norms and the head."""
     hidden, rest = model.hidden_matrices()
     muon = torch.optim.Muon(hidden, lr=cfg["muon_lr"], weight_decay=cfg["weight_decay"])
-    return [muon, _adamw(cfg, rest)]
+    return [muon, adamw(cfg, rest)]
 
 
 def lm_factories(cfg: dict[str, Any], beta_ema: float, beta_nl: float) -> dict[str, Factory]:
@@ -115,14 +117,14 @@ def lm_factories(cfg: dict[str, Any], beta_ema: float, beta_nl: float) -> dict[s
         return wsd_lookahead_schedule(ph.total, ph.warmup, ph.decay)
 
     return {
-        "AdamW": lambda m, ph: _adamw(cfg, m.parameters()),
+        "AdamW": lambda m, ph: adamw(cfg, m.parameters()),
         "EMA-Nesterov(AdamW)": lambda m, ph: EMANesterov(
-            _adamw(cfg, m.parameters()), gamma=0.9, beta=beta_ema, beta_schedule=wsd(ph)
+            adamw(cfg, m.parameters()), gamma=0.9, beta=beta_ema, beta_schedule=wsd(ph)
         ),
         "NesterovLookahead(AdamW)": lambda m, ph: NesterovLookahead(
-            _adamw(cfg, m.parameters()), beta=beta_nl, beta_schedule=wsd(ph)
+            adamw(cfg, m.parameters()), beta=beta_nl, beta_schedule=wsd(ph)
         ),
-        "Lookahead(AdamW)": lambda m, ph: Lookahead(_adamw(cfg, m.parameters()), k=5, alpha=0.5),
+        "Lookahead(AdamW)": lambda m, ph: Lookahead(adamw(cfg, m.parameters()), k=5, alpha=0.5),
         "NAdam": lambda m, ph: torch.optim.NAdam(
             m.parameters(),
             lr=cfg["lr"],
@@ -130,9 +132,9 @@ def lm_factories(cfg: dict[str, Any], beta_ema: float, beta_nl: float) -> dict[s
             weight_decay=cfg["weight_decay"],
             decoupled_weight_decay=True,
         ),
-        "Muon+AdamW": lambda m, ph: _MultiBase(_muon_pair(cfg, m)),
+        "Muon+AdamW": lambda m, ph: _MultiBase(muon_pair(cfg, m)),
         "EMA-Nesterov(Muon+AdamW)": lambda m, ph: EMANesterov(
-            _muon_pair(cfg, m), gamma=0.9, beta=beta_ema, beta_schedule=wsd(ph)
+            muon_pair(cfg, m), gamma=0.9, beta=beta_ema, beta_schedule=wsd(ph)
         ),
     }
 
@@ -181,7 +183,7 @@ def measure_overhead(cfg: dict[str, Any], corpus: CharCorpus, steps: int) -> dic
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(0)
             model = TinyGPT(**cfg["model"])
-        base = _adamw(cfg, model.parameters())
+        base = adamw(cfg, model.parameters())
         opt = base if i == 0 else EMANesterov(base, gamma=0.9, beta=1.0, memory_efficient=i == 2)
         models.append(model)
         opts.append(opt)
@@ -235,7 +237,7 @@ def run_lm(seeds: Sequence[int], quick: bool = False, progress: bool = False) ->
 
                 def factory(m: TinyGPT, ph: Phases, g: float = gamma, b: float = beta) -> Any:
                     sched = wsd_lookahead_schedule(ph.total, ph.warmup, ph.decay)
-                    return EMANesterov(_adamw(cfg, m.parameters()), g, b, beta_schedule=sched)
+                    return EMANesterov(adamw(cfg, m.parameters()), g, b, beta_schedule=sched)
 
                 res = train_from_config(cfg, factory, corpus, 0, cfg["sweep_steps"])
                 scores[beta] = scored_val_loss(res)

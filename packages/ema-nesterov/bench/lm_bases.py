@@ -49,6 +49,8 @@ QUICK = {
     "final_windows": 128,
     "model": {**FULL["model"], "d_model": 64},
 }
+#: Below the spec's grid: in the full run every base's best beta was the grid's smallest, 0.5.
+SMALL_BETAS = [0.1, 0.25, 0.5]
 #: How the full run relates to the spec's protocol.
 SCALE = {
     "model_batch_steps": "the spec's: d 128 (0.47 M parameters), batch 32 x 64, 800 steps "
@@ -194,13 +196,17 @@ def _sweep_label(base: str, gamma: float, beta: float) -> str:
     return f"{prefix}gamma={gamma:g},beta={beta:g}"
 
 
-def run_lm_bases(seeds: list[int], quick: bool, workers: int = 1) -> dict[str, Any]:
+def run_lm_bases(
+    seeds: list[int], quick: bool, workers: int = 1, betas: list[float] | None = None
+) -> dict[str, Any]:
     """The beta grid on every base (seed 0), then every optimizer on ``seeds``.
 
     Round one runs the sweep together with the runs that need no beta (bare bases,
     schedule-free); round two the lookahead methods at their bases' best beta.
     """
     cfg = QUICK if quick else FULL
+    if betas is not None:
+        cfg = {**cfg, "betas": list(betas)}
     _CONTEXT.update(cfg=cfg, corpus=stdlib_char_corpus())
     t0 = time.perf_counter()
     steps, sweep_steps = cfg["steps"], cfg["sweep_steps"]

@@ -1,7 +1,7 @@
 """Reproduction of EMA-Nesterov: quadratics, byte-level LMs, step time, digits MLP.
 
 python bench/run.py [--quick] [--seeds 0 1 2] [--threads 1]
-    [--only quadratic char_lm step_time digits lm_bases]
+    [--only quadratic char_lm step_time digits lm_bases lm_bases_small_beta]
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np
 from plots import plot_char_lm, plot_quadratic
-from suites import beta4_claim, digits, lm_bases, step_time
+from suites import beta4_claim, digits, lm_bases, lm_bases_small_beta, step_time
 
 import methodkit
 from methodkit.bench import Claim, Outcome, ResultRow, check, run_suite
@@ -258,7 +258,12 @@ def main(argv: list[str] | None = None) -> int:
     suites = {"quadratic": quadratic, "char_lm": char_lm, "step_time": step_time}
     return run_suite(
         PACKAGE,
-        {**suites, "digits": digits, "lm_bases": lm_bases},
+        {
+            **suites,
+            "digits": digits,
+            "lm_bases": lm_bases,
+            "lm_bases_small_beta": lm_bases_small_beta,
+        },
         argv,
         add_arguments=_add_workers,
     )

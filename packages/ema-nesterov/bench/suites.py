@@ -137,17 +137,29 @@ def _lm_bases_claims(r: dict[str, Any]) -> list[Claim]:
     for peer in ("NesterovLookahead(AdamW)", "ScheduleFree(AdamW)"):
         if peer in runs:
             claims.append(compare(f"EMA-Nesterov(AdamW) <= {peer}", ema, "<=", _mean(runs, peer)))
-    if r["sweep"]:
+    if any(k.endswith(",beta=4") for k in r["sweep"]):
         claims.append(beta4_claim(r["sweep"]))
     return claims
 
 
 def lm_bases(args: argparse.Namespace) -> Outcome:
     """Byte-level LM over AdamW, Muon and SOAP, with and without EMA-Nesterov, and peers."""
+    return _lm_bases_outcome(args, None)
+
+
+def lm_bases_small_beta(args: argparse.Namespace) -> Outcome:
+    """``lm_bases`` with the beta grid {0.1, 0.25, 0.5}, below the spec's {0.5, 1, 2, 4}."""
+    from lm_bases import SMALL_BETAS
+
+    return _lm_bases_outcome(args, SMALL_BETAS)
+
+
+def _lm_bases_outcome(args: argparse.Namespace, betas: list[float] | None) -> Outcome:
     from lm_bases import run_lm_bases
 
     methodkit.seed_everything(args.seeds[0])
-    r = run_lm_bases(list(args.seeds), args.quick, workers=getattr(args, "workers", 1))
+    workers = getattr(args, "workers", 1)
+    r = run_lm_bases(list(args.seeds), args.quick, workers=workers, betas=betas)
     runs = r["runs"]
     rows = [
         ResultRow.from_values(n, "val_loss", [x["val_loss"] for x in rs], False)

@@ -87,13 +87,13 @@ def _all_diverged(runs: dict[str, list[dict[str, Any]]], *names: str) -> bool:
     return all(x["diverged"] for n in names for x in runs[n])
 
 
-def beta4_claim(sweep: dict[str, dict[str, Any]], prefix: str = "") -> Claim:
+def beta4_claim(sweep: dict[str, dict[str, Any]]) -> Claim:
     """The spec's stability claim at beta 4, from a sweep keyed ``gamma=G,beta=B``.
 
     Stricter than the literal wording: if gamma 0.9 diverges as well, the comparison does not
     show that the EMA stabilises the lookahead, so the claim counts as failed.
     """
-    g0, g9 = sweep[f"{prefix}gamma=0,beta=4"], sweep[f"{prefix}gamma=0.9,beta=4"]
+    g0, g9 = sweep["gamma=0,beta=4"], sweep["gamma=0.9,beta=4"]
 
     def tag(run: dict[str, Any]) -> str:
         return f"{run['val_loss']:.4f}{' (diverged)' if run['diverged'] else ''}"

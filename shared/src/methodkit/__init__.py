@@ -7,7 +7,7 @@ scikit-learn live in the submodules ``methodkit.torch``, ``methodkit.bench``,
 
 from importlib.metadata import version as _version
 
-from methodkit._progress import progress
+from methodkit._progress import progress, progress_wanted
 from methodkit._seeding import derive_seed, rng, seed_everything
 
 __version__ = _version("methodkit")
@@ -16,6 +16,7 @@ __all__ = [
     "__version__",
     "derive_seed",
     "progress",
+    "progress_wanted",
     "rng",
     "seed_everything",
 ]

@@ -6,6 +6,7 @@ linear regime; in float32 the free reversal itself drifts off. Both tests compar
 autograd BPTT on the same model and fail without ``checkpoint_every``.
 """
 
+import re
 import warnings
 
 import pytest
@@ -98,3 +99,20 @@ def test_checkpoints_leave_short_run_gradients_exact(mode):
     ck = HamiltonianEcho(model, loss, eps=eps, mode=mode, checkpoint_every=7)
     res = compare_estimators(model, (x, y), loss, {"ref": ref, "ck": ck})
     assert res["ck"]["rel_error"] <= 10 * max(res["ref"]["rel_error"], 1e-9)
+
+
+@pytest.mark.parametrize("mode", ["centered", "linearized"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_warning_text_fits_the_mode_and_dtype(mode, dtype):
+    model, x, y, loss = _default_net(40, dtype)
+    est = HamiltonianEcho(model, loss, mode=mode, tolerance=1e-30)
+    with pytest.warns(ReversibilityWarning) as rec:
+        est.backward(x, y)
+    text = str(rec[0].message)
+    assert "nan" not in text.lower()
+    assert ("grew" in text) == (mode == "centered")  # the linearized echo has no finite nudge
+    if mode == "centered":
+        assert re.search(r"nudged part grew [0-9.e+-]+x", text)
+    advises_f64 = "dtype=torch.float64" in text
+    assert advises_f64 == (dtype == torch.float32)  # no float64 advice to a float64 run
+    assert str(dtype) in text

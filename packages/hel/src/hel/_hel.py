@@ -185,7 +185,7 @@ class _EchoBase(GradientEstimator):
         phi, pi = self.model.initial_state(x, state)
         phi, pi = phi.to(x.dtype), pi.to(x.dtype)
         tol = self.tolerance if self.tolerance is not None else DEFAULT_TOLERANCE[x.dtype]
-        anchors = Anchors(T, self.checkpoint_every, None, tol)
+        anchors = Anchors(T, self.checkpoint_every, None, tol, x.dtype)
         if self.mode == "two_pass":
             anchors.steps = set()  # its single echo has no free part to compare
         acc = torch.zeros_like(phi)

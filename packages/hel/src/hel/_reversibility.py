@@ -17,12 +17,19 @@ unchanged in the linear limit).
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass, field
 
 import torch
 
-__all__ = ["Anchors", "ReversibilityReport", "ReversibilityWarning", "check_checkpoint_every"]
+__all__ = [
+    "Anchors",
+    "ReversibilityReport",
+    "ReversibilityWarning",
+    "check_checkpoint_every",
+    "warning_text",
+]
 
 N_MONITOR = 4  # interior monitor points without checkpoints (plus the initial state)
 
@@ -80,10 +87,16 @@ class Anchors:
         checkpoint_every: ``K`` to re-anchor at every ``K``-th step, ``None`` to monitor only.
         scale: Per-sample RMS of the final state ``(B,)`` (the errors' unit).
         tolerance: Warning threshold of the relative reconstruction error.
+        dtype: The dtype the echo runs in (the warning advises float64 only to a float32 run).
     """
 
     def __init__(
-        self, T: int, checkpoint_every: int | None, scale: torch.Tensor | None, tolerance: float
+        self,
+        T: int,
+        checkpoint_every: int | None,
+        scale: torch.Tensor | None,
+        tolerance: float,
+        dtype: torch.dtype = torch.float64,
     ) -> None:
         if checkpoint_every is None:
             steps = {0} | {round(T * j / (N_MONITOR + 1)) for j in range(1, N_MONITOR + 1)}
@@ -95,6 +108,7 @@ class Anchors:
         self.scale = scale
         self.report = ReversibilityReport(tolerance=tolerance, checkpoint_every=checkpoint_every)
         self._response = 0.0
+        self.dtype = dtype
 
     @property
     def stored_steps(self) -> int:
@@ -148,18 +162,26 @@ class Anchors:
         """The report; warns with :class:`ReversibilityWarning` above the tolerance."""
         rep = self.report
         if rep.errors and not rep.ok:
-            hint = (
-                "re-anchor from stored states with checkpoint_every=K (e.g. 100)"
-                if rep.checkpoint_every is None
-                else f"lower checkpoint_every (now {rep.checkpoint_every})"
-            )
-            warnings.warn(
-                ReversibilityWarning(
-                    f"the echo missed the inference trajectory by a relative {rep.max_error:.2e} "
-                    f"(tolerance {rep.tolerance:.1e}, T = {T}, nudged part grew "
-                    f"{rep.response:.3g}x): the dynamics amplify rounding errors and the "
-                    f"gradient is not BPTT's; {hint}, or use float64"
-                ),
-                stacklevel=4,
-            )
+            warnings.warn(ReversibilityWarning(warning_text(rep, T, self.dtype)), stacklevel=4)
         return rep
+
+
+def warning_text(rep: ReversibilityReport, T: int, dtype: torch.dtype) -> str:
+    """The :class:`ReversibilityWarning` message for a report over the tolerance.
+
+    The nudged part's growth is named only when it was measured (centred mode; the linearized
+    echo has no finite nudge), and float64 is advised only to a run that is not already in it.
+    """
+    grew = f", nudged part grew {rep.response:.3g}x" if math.isfinite(rep.response) else ""
+    remedies = [
+        "re-anchor from stored states with checkpoint_every=K (e.g. 100)"
+        if rep.checkpoint_every is None
+        else f"lower checkpoint_every (now {rep.checkpoint_every})"
+    ]
+    if dtype != torch.float64:
+        remedies.append("run the echo in float64 (dtype=torch.float64)")
+    return (
+        f"the echo missed the inference trajectory by a relative {rep.max_error:.2e} "
+        f"(tolerance {rep.tolerance:.1e}, T = {T}{grew}, {dtype}): the dynamics amplify "
+        f"rounding errors and the gradient is not BPTT's; {' or '.join(remedies)}"
+    )

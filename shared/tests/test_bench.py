@@ -15,6 +15,7 @@ from methodkit.bench import (
     save_record,
     validate_record,
 )
+from methodkit.bench._plot import axis_label
 
 
 def _env():
@@ -88,11 +89,21 @@ def test_validate_rejects_broken_records(mutate, match):
         validate_record(data)
 
 
-def test_nan_results_are_refused(tmp_path):
+def test_nan_results_are_saved_as_not_measured(tmp_path):
     rec = _record()
     rec.results.append(ResultRow("bad", "error", float("nan"), 0.0, 1))
-    with pytest.raises(ValueError, match="Out of range"):
-        save_record(rec, tmp_path)
+    data = json.loads(save_record(rec, tmp_path).read_text())
+    assert data["results"][-1]["mean"] is None
+    assert data["results"][-1]["std"] is None
+    validate_record(data)
+    assert "| toy | bad | error | not measured | 1 |" in records_table([data])
+
+
+def test_validate_rejects_a_non_finite_or_half_missing_row():
+    data = json.loads(json.dumps(_record().to_dict()))
+    data["results"][0]["std"] = None
+    with pytest.raises(ValueError, match="results\\[0\\] lacks a valid 'std'"):
+        validate_record(data)
 
 
 def test_tables_render_every_row_and_claim():
@@ -122,6 +133,16 @@ def test_parser_defaults():
     )
     args = bench_parser("x").parse_args(["--quick", "--seeds", "4", "--out", "o"])
     assert (args.quick, args.seeds, args.out) == (True, [4], "o")
+
+
+def test_plot_axis_labels_say_what_and_which_way_is_better():
+    rows = [{"method": "a", "metric": "auroc", "higher_is_better": True}]
+    assert axis_label("auroc", rows, {}, {"auroc": "subtle AUROC"}) == (
+        "subtle AUROC\n(higher is better)"
+    )
+    assert axis_label("time_s", [{"higher_is_better": False}], {"time_s": "s"}, {}) == (
+        "time s [s]\n(lower is better)"
+    )
 
 
 def test_plot_writes_png(tmp_path):

@@ -38,6 +38,11 @@ NAN = float("nan")
         (check("x", False, inputs=[1.0, None]), None),
         (check("x", True, inputs=[1.0], degenerate=True), None),
         (check("x", False, inputs=[1.0]), False),
+        # without inputs, NaN in the evidence or as the verdict itself is never "held"
+        (check("x <= 1", not (NAN > 1.0), "nan vs 1"), None),
+        (check("x <= 1", True, "x = -inf"), None),
+        (check("x", NAN), None),  # bool(nan) is True
+        (check("x", True, "0.5 vs 1 (financial)"), True),
     ],
 )
 def test_claim_verdicts_never_pass_on_missing_or_degenerate_input(claim, passed):
@@ -84,7 +89,52 @@ def test_run_suite_writes_records_plots_and_exit_codes(tmp_path, capsys):
     # --quick reports but never fails; --only picks benchmarks
     suite = {"a": held, "b": failed}
     assert run_suite("methodkit", suite, [*common, "--quick", "--only", "b"]) == 0
+    captured = capsys.readouterr()
+    assert "full run only" in captured.out
+    assert "running b (quick run)" in captured.err
+    assert load_record(out / "b.json")["claims"][0] == {
+        "text": "ours <= base",
+        "passed": None,
+        "measured": "0.9 vs 0.5",
+        "inputs": [0.9, 0.5],
+        "full_run_only": True,
+    }
+
+
+def test_quick_runs_judge_only_claims_marked_quick(tmp_path):
+    pytest.importorskip("matplotlib")
+    exact = compare("error <= 1e-6", 1e-9, "<=", 1e-6, quick=True)
+    accuracy = compare("acc >= 0.9", 0.5, ">=", 0.9)
+    fn = _toy([0.1], exact)
+    both = _toy([0.1], accuracy)
+    out = tmp_path / "q"
+    args = ["--out", str(out), "--seeds", "0", "--quick"]
+    assert run_suite("methodkit", {"e": fn, "a": both}, args, bench_dir=tmp_path) == 0
+    assert load_record(out / "e.json")["claims"][0]["passed"] is True
+    assert load_record(out / "a.json")["claims"][0]["passed"] is None
+    # a full run judges every claim
+    assert run_suite("methodkit", {"a": both}, args[:-1], bench_dir=tmp_path) == 1
+    assert load_record(out / "a.json")["claims"][0]["passed"] is False
+
+
+def test_a_nan_result_is_recorded_as_not_measured_not_a_crash(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+
+    def fn(args):
+        rows = [
+            ResultRow.from_values("ours", "err", [NAN, 0.2], False),
+            ResultRow.from_values("base", "err", [0.3, 0.4], False),
+        ]
+        return Outcome(config={}, results=rows, claims=[compare("ours <= base", NAN, "<=", 0.3)])
+
+    out = tmp_path / "n"
+    assert run_suite("methodkit", {"n": fn}, ["--out", str(out), "--seeds", "0", "1"]) == 1
+    rec = load_record(out / "n.json")
+    assert rec["results"][0]["mean"] is None
+    assert rec["results"][0]["values"] == [None, 0.2]
+    assert rec["claims"][0]["passed"] is None
     assert "not measured" in capsys.readouterr().out
+    assert (out / "n.png").is_file()
 
 
 def test_run_suite_defaults_out_to_the_bench_folder_and_draws_extra_plots(tmp_path):

@@ -51,4 +51,6 @@ def progress(iterable: Iterable[T], enabled: bool | None = False, **kwargs: obje
         return iterable
     from tqdm.auto import tqdm
 
+    # tqdm bakes TQDM_* variables into its defaults at import; the decision is made above.
+    kwargs.setdefault("disable", False)
     return tqdm(iterable, **kwargs)

@@ -20,7 +20,13 @@ from methodkit.bench._record import (
     save_record,
     validate_record,
 )
-from methodkit.bench._suite import Outcome, enforce_measured, run_suite, summarize
+from methodkit.bench._suite import (
+    Outcome,
+    enforce_measured,
+    judge_at_scale,
+    run_suite,
+    summarize,
+)
 from methodkit.bench._table import claims_table, md_cell, records_table
 
 __all__ = [
@@ -35,6 +41,7 @@ __all__ = [
     "compare",
     "enforce_measured",
     "environment",
+    "judge_at_scale",
     "load_record",
     "md_cell",
     "peak_memory",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import operator
+import re
 from collections.abc import Callable, Sequence
 
 from methodkit.bench._record import Claim
@@ -36,6 +37,18 @@ def missing_inputs(inputs: Sequence[object]) -> bool:
     return not all(_finite(x) for x in inputs)
 
 
+_NON_FINITE_WORD = re.compile(r"(?<![a-z])(nan|[+-]?inf(inity)?)(?![a-z])", re.IGNORECASE)
+
+
+def _verdict_value(passed: object) -> bool | None:
+    """``passed`` as a bool; a NaN/None "verdict" (``bool(nan)`` is True) is no verdict."""
+    if passed is None:
+        return None
+    if isinstance(passed, float) and not math.isfinite(passed):
+        return None
+    return bool(passed)
+
+
 def check(
     text: str,
     passed: bool,
@@ -43,8 +56,13 @@ def check(
     *,
     inputs: Sequence[float | None] = (),
     degenerate: bool = False,
+    quick: bool = False,
 ) -> Claim:
     """A claim with the verdict ``passed``, unless its inputs make it unmeasured.
+
+    A comparison with NaN is False, so ``not (nan > x)`` "holds": give every number the verdict
+    rests on in ``inputs``. Without ``inputs`` the ``measured`` text is the evidence, and a
+    ``nan`` or ``inf`` in it makes the claim "not measured" as well.
 
     Args:
         text: What is claimed.
@@ -54,14 +72,24 @@ def check(
             makes the claim "not measured".
         degenerate: The caller's own "these inputs cannot tell" (for example a quick run too
             small to measure memory); also makes the claim "not measured".
+        quick: Also judged on ``--quick`` runs (an exactness or contract claim that holds at
+            any scale). Other claims of a quick run are recorded as "full run only".
 
     Returns:
         The claim; ``passed`` is None when not measured.
+
+    Example:
+        >>> check("loss <= 1", float("nan") <= 1.0, "nan").status
+        'not measured'
+        >>> check("loss <= 1", 0.5 <= 1.0, inputs=[0.5]).status
+        'held'
     """
-    verdict: bool | None = bool(passed)
+    verdict = _verdict_value(passed)
     if degenerate or missing_inputs(inputs):
         verdict = None
-    return Claim(text, verdict, measured, tuple(_as_float(x) for x in inputs))
+    if not inputs and _NON_FINITE_WORD.search(measured or ""):
+        verdict = None
+    return Claim(text, verdict, measured, tuple(_as_float(x) for x in inputs), quick=quick)
 
 
 def _as_float(x: object) -> float | None:
@@ -77,6 +105,7 @@ def compare(
     scale: float = 1.0,
     margin: float = 0.0,
     measured: str | None = None,
+    quick: bool = False,
 ) -> Claim:
     """Claim ``value op scale * reference + margin`` between two measured quantities.
 
@@ -93,6 +122,7 @@ def compare(
         scale: Factor on ``reference``.
         margin: Added to ``scale * reference``.
         measured: Text for the record (default: ``"value vs reference"``).
+        quick: Also judged on ``--quick`` runs (see :func:`check`).
 
     Returns:
         The claim.
@@ -105,10 +135,12 @@ def compare(
     if measured is None:
         measured = f"{_fmt(value)} vs {_fmt(reference)}"
     if missing_inputs([value, reference]):
-        return check(text, False, measured, inputs=(value, reference))
+        return check(text, False, measured, inputs=(value, reference), quick=quick)
     v, r = float(value), float(reference)  # type: ignore[arg-type]  # both finite here
     passed = _OPS[op](v, scale * r + margin)
-    return check(text, passed, measured, inputs=(value, reference), degenerate=v == r == 0)
+    return check(
+        text, passed, measured, inputs=(value, reference), degenerate=v == r == 0, quick=quick
+    )
 
 
 def _fmt(x: float | None) -> str:

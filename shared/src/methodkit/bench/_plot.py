@@ -13,14 +13,20 @@ def plot_results(
     path: str | os.PathLike[str],
     metrics: Sequence[str] | None = None,
     units: Mapping[str, str] | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> Path:
-    """Draw a record's results as bar charts with ±std error bars and save a 150-dpi PNG.
+    """Draw a record's results, one panel per metric, and save a 150-dpi PNG.
+
+    Each method is a point with a ±std error bar. The y-axis spans the data with a margin
+    (not from zero), so differences of a few hundredths stay visible; the axis label says
+    what the metric is, its unit and whether higher or lower is better.
 
     Args:
         record: A record dictionary (``BenchRecord.to_dict()`` or a loaded JSON).
         path: Output PNG path.
         metrics: Metrics to draw, in order (default: all, in order of appearance).
         units: Optional ``{metric: unit}`` added to the y-axis labels.
+        labels: Optional ``{metric: words}`` shown instead of the metric's key.
 
     Returns:
         The path written.
@@ -40,29 +46,16 @@ def plot_results(
     rows = record["results"]
     if metrics is None:
         metrics = list(dict.fromkeys(r["metric"] for r in rows))
-    units = units or {}
-    fig, axes = plt.subplots(
-        1, len(metrics), figsize=(max(4.0, 3.6 * len(metrics)), 3.6), squeeze=False
-    )
+    n_methods = max(len({r["method"] for r in rows if r["metric"] == m}) for m in metrics)
+    width = max(4.0, min(3.6, 1.0 + 0.35 * n_methods) * len(metrics))
+    fig, axes = plt.subplots(1, len(metrics), figsize=(width, 4.0), squeeze=False)
     for ax, metric in zip(axes[0], metrics, strict=True):
         sel = [r for r in rows if r["metric"] == metric]
         if not sel:
             plt.close(fig)
             raise ValueError(f"no results for metric {metric!r}")
-        names = [r["method"] for r in sel]
-        colors = [f"C{i % 10}" for i in range(len(sel))]
-        ax.bar(
-            range(len(sel)),
-            [r["mean"] for r in sel],
-            yerr=[r["std"] for r in sel],
-            color=colors,
-            capsize=3,
-            label=names,
-        )
-        ax.set_xticks(range(len(sel)), names, rotation=30, ha="right", fontsize=8)
-        unit = f" [{units[metric]}]" if metric in units else ""
-        ax.set_ylabel(f"{metric}{unit}")
-        ax.grid(axis="y", alpha=0.3)
+        _draw_panel(ax, sel)
+        ax.set_ylabel(axis_label(metric, sel, units or {}, labels or {}), fontsize=8)
     n = max((r["n"] for r in rows), default=0)
     fig.suptitle(f"{record['package']}: {record['benchmark']} (mean ± std, {n} seeds)", fontsize=9)
     fig.tight_layout()
@@ -71,3 +64,40 @@ def plot_results(
     fig.savefig(out, dpi=150)
     plt.close(fig)
     return out
+
+
+def axis_label(
+    metric: str,
+    rows: Sequence[Mapping[str, Any]],
+    units: Mapping[str, str],
+    labels: Mapping[str, str],
+) -> str:
+    """Words for the metric, its unit, and the direction that is better (from the rows)."""
+    text = labels.get(metric, metric.replace("_", " "))
+    if metric in units:
+        text += f" [{units[metric]}]"
+    directions = {r.get("higher_is_better") for r in rows} - {None}
+    if len(directions) == 1:
+        text += "\n(higher is better)" if directions.pop() else "\n(lower is better)"
+    return text
+
+
+def _draw_panel(ax: Any, sel: Sequence[Mapping[str, Any]]) -> None:
+    """Points with error bars; methods that were not measured are named but not drawn."""
+    names = [r["method"] for r in sel]
+    for i, r in enumerate(sel):
+        if r.get("mean") is None:
+            ax.annotate(
+                "not\nmeasured",
+                (i, 0.5),
+                xycoords=("data", "axes fraction"),
+                ha="center",
+                fontsize=6,
+                color="grey",
+            )
+            continue
+        ax.errorbar(i, r["mean"], yerr=r["std"], fmt="o", color=f"C{i % 10}", capsize=3)
+    ax.set_xticks(range(len(sel)), names, rotation=35, ha="right", fontsize=7)
+    ax.set_xlim(-0.6, len(sel) - 0.4)
+    ax.margins(y=0.15)
+    ax.grid(axis="y", alpha=0.3)

@@ -44,8 +44,6 @@ _REQUIRED = {
 _ROW_REQUIRED = {
     "method": str,
     "metric": str,
-    "mean": (int, float),
-    "std": (int, float),
     "n": int,
 }
 
@@ -92,6 +90,8 @@ class ResultRow:
 
 #: The three verdicts a claim can have; ``passed`` is True, False or None respectively.
 HELD, FAILED, NOT_MEASURED = "held", "failed", "not measured"
+#: What a ``--quick`` run records for a claim that only a full run can judge.
+FULL_RUN_ONLY = "full run only"
 
 
 @dataclass(frozen=True)
@@ -102,22 +102,32 @@ class Claim:
     missing, NaN or degenerate). Build claims with :func:`~methodkit.bench.check` or
     :func:`~methodkit.bench.compare`, which make that decision; ``inputs`` keeps the numbers
     the verdict rests on so that :func:`~methodkit.bench.run_suite` can re-check them.
+    ``quick`` marks a claim that a ``--quick`` run can judge too; ``full_run_only`` is set by
+    the runner on a quick run's other claims (their verdict is then None).
     """
 
     text: str
     passed: bool | None
     measured: str = ""
     inputs: tuple[float | None, ...] = ()
+    quick: bool = False
+    full_run_only: bool = False
 
     @property
     def status(self) -> str:
-        """``"held"``, ``"failed"`` or ``"not measured"``."""
-        return claim_status(self.passed)
+        """``"held"``, ``"failed"``, ``"not measured"`` or ``"full run only"``."""
+        return claim_status(self.passed, self.full_run_only)
 
 
-def claim_status(passed: bool | None) -> str:
+def claim_status(passed: bool | None, full_run_only: bool = False) -> str:
     """The verdict word for a claim's ``passed`` value (``True``/``False``/``None``)."""
+    if passed is None and full_run_only:
+        return FULL_RUN_ONLY
     return NOT_MEASURED if passed is None else (HELD if passed else FAILED)
+
+
+def _finite_or_none(x: float | None) -> float | None:
+    return None if x is None or not math.isfinite(float(x)) else float(x)
 
 
 def _git_commit() -> str:
@@ -216,19 +226,27 @@ class BenchRecord:
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON-ready dictionary (optional empty fields dropped from rows)."""
         data = asdict(self)
-        data["results"] = [
-            {k: v for k, v in row.items() if v is not None} for row in data["results"]
-        ]
+        data["results"] = [_row_dict(row) for row in data["results"]]
         data["claims"] = [_claim_dict(c) for c in self.claims]
         return data
+
+
+def _row_dict(row: dict[str, Any]) -> dict[str, Any]:
+    """A result row for JSON: a NaN or infinite mean is recorded as null ("not measured")."""
+    out = {k: v for k, v in row.items() if v is not None}
+    out["mean"] = _finite_or_none(row["mean"])
+    out["std"] = _finite_or_none(row["std"]) if out["mean"] is not None else None
+    if row.get("values") is not None:
+        out["values"] = [_finite_or_none(v) for v in row["values"]]
+    return out
 
 
 def _claim_dict(claim: Claim) -> dict[str, Any]:
     out: dict[str, Any] = {"text": claim.text, "passed": claim.passed, "measured": claim.measured}
     if claim.inputs:
-        out["inputs"] = [
-            None if x is None or not math.isfinite(float(x)) else float(x) for x in claim.inputs
-        ]
+        out["inputs"] = [_finite_or_none(x) for x in claim.inputs]
+    if claim.full_run_only:
+        out["full_run_only"] = True
     return out
 
 
@@ -259,8 +277,7 @@ def validate_record(data: Mapping[str, Any]) -> None:
         for key, typ in _ROW_REQUIRED.items():
             if key not in row or not isinstance(row[key], typ) or isinstance(row[key], bool):
                 raise ValueError(f"results[{i}] lacks a valid {key!r}")
-        if not math.isfinite(row["std"]):
-            raise ValueError(f"results[{i}] has a non-finite std")
+        _validate_row_numbers(i, row)
     if not data["claims"]:
         raise ValueError("benchmark record has no claims")
     for claim in data["claims"]:
@@ -268,6 +285,20 @@ def validate_record(data: Mapping[str, Any]) -> None:
             claim.get("passed") is None or isinstance(claim.get("passed"), bool)
         ):
             raise ValueError(f"claim {claim!r} needs a str 'text' and 'passed' true/false/null")
+
+
+def _validate_row_numbers(i: int, row: Mapping[str, Any]) -> None:
+    """``mean`` and ``std`` are finite numbers, or both null for a row that was not measured."""
+    if "mean" not in row or "std" not in row:
+        raise ValueError(f"results[{i}] lacks a valid 'mean' or 'std'")
+    if row["mean"] is None and row["std"] is None:
+        return
+    for key in ("mean", "std"):
+        value = row[key]
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise ValueError(f"results[{i}] lacks a valid {key!r}")
+        if not math.isfinite(value):
+            raise ValueError(f"results[{i}] has a non-finite {key}")
 
 
 def save_record(record: BenchRecord, out_dir: str | os.PathLike[str]) -> Path:

@@ -15,6 +15,20 @@ def fmt_number(x: float) -> str:
     return f"{x:.4g}"
 
 
+def mean_std(row: Mapping[str, Any]) -> str:
+    """``"mean ± std"`` of a result row, or ``"not measured"`` where its mean is null."""
+    if row.get("mean") is None:
+        return "not measured"
+    return f"{fmt_number(row['mean'])} ± {fmt_number(row['std'])}"
+
+
+def verdict_word(claim: Mapping[str, Any]) -> str:
+    """A claim's verdict for a table: yes, **no**, not measured or full run only."""
+    if claim["passed"] is None and claim.get("full_run_only"):
+        return "full run only"
+    return {True: "yes", False: "**no**", None: "not measured"}[claim["passed"]]
+
+
 def md_cell(text: object) -> str:
     """Escape what would break a Markdown table cell (pipes, newlines)."""
     return str(text).replace("|", "\\|").replace("\n", " ")
@@ -44,8 +58,7 @@ def records_table(records: Iterable[Mapping[str, Any]]) -> str:
                 md_cell(x) for x in (rec["benchmark"], row["method"], row["metric"])
             )
             lines.append(
-                f"| {bench} | {method} | {metric}{_arrow(row)} "
-                f"| {fmt_number(row['mean'])} ± {fmt_number(row['std'])} | {row['n']} |"
+                f"| {bench} | {method} | {metric}{_arrow(row)} | {mean_std(row)} | {row['n']} |"
             )
     return "\n".join(lines)
 
@@ -55,7 +68,7 @@ def claims_table(records: Iterable[Mapping[str, Any]]) -> str:
     lines = ["| benchmark | claim | measured | passed |", "|---|---|---|---|"]
     for rec in records:
         for claim in rec["claims"]:
-            mark = {True: "yes", False: "**no**", None: "not measured"}[claim["passed"]]
+            mark = verdict_word(claim)
             measured = md_cell(claim.get("measured", "") or "—")
             lines.append(
                 f"| {md_cell(rec['benchmark'])} | {md_cell(claim['text'])} | {measured} | {mark} |"

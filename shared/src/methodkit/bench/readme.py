@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from methodkit.bench._record import load_record
-from methodkit.bench._table import claims_table, fmt_number, md_cell, records_table
+from methodkit.bench._table import claims_table, fmt_number, md_cell, mean_std, records_table
 
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 SPEC_FILE = Path("bench") / "readme.toml"
@@ -154,7 +154,7 @@ def pivot_table(
         vals = []
         for metric in metrics:
             r = cell.get((method, metric))
-            vals.append("—" if r is None else f"{fmt_number(r['mean'])} ± {fmt_number(r['std'])}")
+            vals.append("—" if r is None else mean_std(r))
         lines.append(f"| {md_cell(method)} | " + " | ".join(vals) + " |")
     return "\n".join(lines)
 

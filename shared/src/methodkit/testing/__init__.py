@@ -1,6 +1,8 @@
 """Test helpers shared by package suites: numeric gradient checks and contract test classes.
 
 Contract classes (CONTRIBUTING.md §5) are added here by the first package of each kind.
+The chat back-end contract (:func:`check_chat_backend`, with :class:`LoopbackChatServer`, an
+OpenAI-compatible server on 127.0.0.1) serves eva-agent, evochamber and preg.
 Users today: the optimizer contracts serve ema-nesterov, engine-zo and essam; the gradient
 checks serve hel (autograd) and ess-flow (finite differences), and are planned for plvm's ELBO
 gradient check, eva-cap's clipped-surrogate gradient and hel's finite-difference checks.
@@ -8,6 +10,7 @@ gradient check, eva-cap's clipped-surrogate gradient and hel's finite-difference
 
 from typing import Any
 
+from methodkit.testing._chat_contract import LoopbackChatServer, check_chat_backend, echo_reply
 from methodkit.testing._grad import (
     assert_grad_matches_autograd,
     finite_difference_grad,
@@ -15,9 +18,12 @@ from methodkit.testing._grad import (
 )
 
 __all__ = [
+    "LoopbackChatServer",
     "OptimizerContract",
     "ZerothOrderOptimizerContract",
     "assert_grad_matches_autograd",
+    "check_chat_backend",
+    "echo_reply",
     "finite_difference_grad",
     "relative_error",
 ]

@@ -1,3 +1,4 @@
+import pytest
 import torch
 
 from easylens import EasyAmplifier, EasyBank, EasyLens, EasyTag, ZeroShotDetector, baselines
@@ -82,15 +83,13 @@ def test_tag_layer_before_injection_layer(tiny, scans, images):
     assert torch.isfinite(g).all()
 
 
-def test_verify_keeps_only_patches_whose_counterfactual_lowers_the_score(tiny, bank, images):
-    adapter = tiny[1]
-    tag = EasyTag(calibrated=False, k_max=None, verify=True, max_verify=6)
-    lens = EasyLens(adapter, bank, tag=tag, prompts=(POS, NEG))
+def _verified_by_brute_force(adapter, bank, images, max_verify):
+    """Per image, the candidates whose counterfactual replacement lowers s(I) (re-encoded)."""
     tokens = adapter.tokens_at(images, 1)
-    res = lens._tag(tokens, {})
-    cand = EasyTag(calibrated=False, k_max=6)(tokens, bank)
+    cand = EasyTag(calibrated=False, k_max=max_verify)(tokens, bank)
     det = ZeroShotDetector(adapter, POS, NEG)
     cf = bank.normal_tokens[1]
+    out = []
     for b in range(len(images)):
         base = det.score_embeddings(adapter.resume(tokens[b : b + 1], 1))[0]
         expect = set()
@@ -100,7 +99,74 @@ def test_verify_keeps_only_patches_whose_counterfactual_lowers_the_score(tiny, b
             x[0, 1 + i] = z.norm() * cf[cand.counterfactual_index[b, i]]
             if base - det.score_embeddings(adapter.resume(x, 1))[0] > 0:
                 expect.add(i)
-        assert set(res.selected[b].flatten().nonzero().flatten().tolist()) == expect
+        out.append(expect)
+    return out
+
+
+def _selected_sets(selected):
+    return [set(s.flatten().nonzero().flatten().tolist()) for s in selected]
+
+
+def test_verify_through_encode_image_and_explain(tiny, bank, images):
+    adapter = tiny[1]
+    tag = EasyTag(calibrated=False, k_max=None, verify=True, max_verify=6)
+    lens = EasyLens(adapter, bank, tag=tag, prompts=(POS, NEG))
+    g = lens.encode_image(images)  # used to raise RecursionError once a patch was tagged
+    rep = lens.explain(images)
+    expect = _verified_by_brute_force(adapter, bank, images, 6)
+    assert sum(map(len, expect)) > 0  # the case exercises a tagged, verified patch
+    assert _selected_sets(rep.tag.selected) == expect
+    torch.testing.assert_close(rep.g_lens, g, atol=0, rtol=0)
+    # the lens equals the same amplifier fed the verified patches as a fixed selection
+    oracle = baselines.OracleTag(adapter, bank, tag=EasyTag(calibrated=False, k_max=None))
+    torch.testing.assert_close(oracle.encode_image(images, rep.tag.selected), g, atol=1e-6, rtol=0)
+    changed = (g - adapter.encode_image(images)).norm(dim=-1) > 0
+    assert torch.equal(changed, rep.n_selected > 0)
+
+
+def test_verify_with_tag_layer_before_injection_layer_and_attach(tiny, scans, images):
+    model, adapter = tiny
+    bank = EasyBank.build(
+        adapter, scans["normal"].images, scans["lesion"].images, layer=1, extra_layers=[2]
+    )
+    tag = EasyTag(calibrated=False, k_max=None, verify=True, max_verify=6)
+    lens = EasyLens(adapter, bank, tag=tag, layer=2, prompts=(POS, NEG))
+    rep = lens.explain(images)
+    assert _selected_sets(rep.tag.selected) == _verified_by_brute_force(adapter, bank, images, 6)
+    with lens.attach():
+        inside = model.encode_image(images)
+    torch.testing.assert_close(inside, rep.g_lens, atol=1e-6, rtol=0)
+
+
+def _no_hooks_left(model):
+    return all(not m._forward_pre_hooks and not m._forward_hooks for m in model.modules())
+
+
+def test_every_hook_is_removed_also_after_an_error(tiny, bank, images, monkeypatch):
+    model, adapter = tiny
+    tag = EasyTag(calibrated=False, k_max=None, verify=True, max_verify=6)
+    lens = EasyLens(adapter, bank, tag=tag, prompts=(POS, NEG))
+    lens.explain(images)
+    assert _no_hooks_left(model)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom inside the amplifier")
+
+    monkeypatch.setattr(lens.amplifier, "amplify", broken)
+    with pytest.raises(RuntimeError, match="boom inside the amplifier"):
+        lens.encode_image(images)
+    assert _no_hooks_left(model)
+    with pytest.raises(RuntimeError, match="boom inside the amplifier"), lens.attach():
+        model.encode_image(images)
+    assert _no_hooks_left(model)
+    with pytest.raises(KeyError, match="raised in the body"), lens.attach():
+        raise KeyError("raised in the body")
+    assert _no_hooks_left(model)
+    monkeypatch.undo()  # the lens works again after the errors (its guard was released)
+    rep = lens.explain(images)
+    assert int(rep.n_selected.sum()) > 0
+    changed = (lens.encode_image(images) - rep.g_plain).norm(dim=-1) > 0
+    assert torch.equal(changed, rep.n_selected > 0)
 
 
 def test_zero_shot_detector_and_baselines_run(tiny, bank, scans):

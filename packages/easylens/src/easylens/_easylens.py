@@ -122,6 +122,7 @@ class EasyLens:
             )
         self.pool_weight = check_nonneg(pool_weight, "pool_weight")
         self._directions: tuple[torch.Tensor, torch.Tensor] | None = None
+        self._in_hook = False  # re-entrancy guard: verify's re-run must see the plain encoder
         if prompts is not None:
             self.set_prompts(*prompts)
         if self.tag.verify and prompts is None:
@@ -176,15 +177,38 @@ class EasyLens:
         return _LensModule(self)
 
     # -- the pass ----------------------------------------------------------------------------
+    def _guarded(self, fn: Callable[[torch.Tensor], Any]) -> Callable[[torch.Tensor], Any]:
+        """Wrap a hook so that forwards started from inside it pass through unchanged.
+
+        ``verify=True`` re-runs the encoder from the tagging layer while the lens's own hook
+        is running; without this guard that re-run would re-enter the hook (and tag, verify
+        and re-run again: a RecursionError) or overwrite the grabbed tokens.
+        """
+
+        def hook(x: torch.Tensor) -> Any:
+            if self._in_hook:
+                return None
+            self._in_hook = True
+            try:
+                return fn(x)
+            finally:
+                self._in_hook = False
+
+        return hook
+
     def _hooks(self, box: dict[str, Any]) -> list:
         if self.tag_layer == self.layer:
-            return [(self.adapter.blocks[self.layer], lambda x: self._edit(x, x, box))]
+            edit = self._guarded(lambda x: self._edit(x, x, box))
+            return [(self.adapter.blocks[self.layer], edit)]
 
         def grab(x: torch.Tensor) -> None:
             box["tag_tokens"] = x.clone()
 
-        inject = (self.adapter.blocks[self.layer], lambda x: self._edit(x, box["tag_tokens"], box))
-        return [(self.adapter.blocks[self.tag_layer], grab), inject]
+        inject = self._guarded(lambda x: self._edit(x, box["tag_tokens"], box))
+        return [
+            (self.adapter.blocks[self.tag_layer], self._guarded(grab)),
+            (self.adapter.blocks[self.layer], inject),
+        ]
 
     def _run(self, images: torch.Tensor) -> tuple[torch.Tensor, dict[str, Any]]:
         images = self.adapter.check_images(images)
@@ -193,9 +217,8 @@ class EasyLens:
             return self._run_pool(images, box), box
         if self.tag_layer > self.layer:
             box["tag_tokens"] = self.adapter.tokens_at(images, self.tag_layer)
-            hooks = [
-                (self.adapter.blocks[self.layer], lambda x: self._edit(x, box["tag_tokens"], box))
-            ]
+            edit = self._guarded(lambda x: self._edit(x, box["tag_tokens"], box))
+            hooks = [(self.adapter.blocks[self.layer], edit)]
         else:
             hooks = self._hooks(box)
         edits = {self.adapter.blocks.index(b): fn for b, fn in hooks}

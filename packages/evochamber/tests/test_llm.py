@@ -197,9 +197,9 @@ def test_openai_timeout_surfaces_a_clear_error(server):
 
 
 def test_openai_bad_arguments():
-    with pytest.raises(ValueError, match="timeout must be > 0"):
+    with pytest.raises(ValueError, match="timeout must be a finite number of seconds > 0"):
         OpenAIChatModel("http://x/v1", "m", timeout=0)
-    with pytest.raises(ValueError, match="max_retries must be >= 0"):
+    with pytest.raises(ValueError, match="max_retries must be an int >= 0"):
         OpenAIChatModel("http://x/v1", "m", max_retries=-1)
 
 

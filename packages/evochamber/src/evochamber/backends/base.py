@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
+
+from methodkit.llm import ChatReply, check_chat_args
 
 Message = dict[str, str]
 
-
-@dataclass
-class ChatResult:
-    """One completion: its text and token counts."""
-
-    text: str
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+#: One completion: ``text``, ``prompt_tokens``, ``completion_tokens`` (and, from HTTP
+#: back-ends, ``finish_reason`` and ``logprobs``): the core's :class:`methodkit.llm.ChatReply`.
+ChatResult = ChatReply
 
 
 @runtime_checkable
@@ -63,7 +59,10 @@ class ScriptedChatModel:
         stop: Sequence[str] | None = None,
         seed: int | None = None,
     ) -> list[ChatResult]:
-        """Reply to ``messages`` with ``n`` completions."""
+        """Reply to ``messages`` with ``n`` completions (``stop`` cuts each reply)."""
+        check_chat_args(
+            messages, n=n, temperature=temperature, max_tokens=max_tokens, stop=stop, seed=seed
+        )
         self.calls.append({"messages": [dict(m) for m in messages], "n": n})
         out = []
         for _ in range(n):
@@ -73,6 +72,10 @@ class ScriptedChatModel:
                 if not self.replies:
                     return check_choices([], "ScriptedChatModel")
                 text = self.replies[(len(self.calls) - 1) % len(self.replies)]
-            prompt = sum(len(m["content"].split()) for m in messages)
-            out.append(ChatResult(text, prompt, len(text.split())))
+            for s in stop or ():
+                text = text.split(s)[0]
+            words = text.split()[:max_tokens]  # one "token" per word
+            text = " ".join(words) if len(words) < len(text.split()) else text
+            prompt = sum(len(str(m["content"]).split()) for m in messages)
+            out.append(ChatResult(text, prompt, len(words)))
         return check_choices(out, "ScriptedChatModel")

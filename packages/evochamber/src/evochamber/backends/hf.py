@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from evochamber.backends.base import ChatResult, Message, check_choices
+from methodkit.llm import check_chat_args
 
 _EXTRA = 'pip install "evochamber[hf]"'
 
@@ -41,31 +42,43 @@ class HFChatModel:
         stop: Sequence[str] | None = None,
         seed: int | None = None,
     ) -> list[ChatResult]:
-        """Reply to ``messages`` with ``n`` completions."""
+        """Reply to ``messages`` with ``n`` completions (greedy at ``temperature=0``).
+
+        ``seed`` seeds the sampling inside a forked RNG state (the global one is left as it was).
+        """
         import torch
 
+        msgs = check_chat_args(
+            messages, n=n, temperature=temperature, max_tokens=max_tokens, stop=stop, seed=seed
+        )
         ids = self.tokenizer.apply_chat_template(
-            list(messages), add_generation_prompt=True, return_tensors="pt"
+            msgs, add_generation_prompt=True, return_tensors="pt"
         )
         if not isinstance(ids, torch.Tensor):  # newer transformers return a BatchEncoding
             ids = ids["input_ids"]
-        ids = ids.to(next(self.model.parameters()).device)
-        if seed is not None:
-            torch.manual_seed(seed)
+        device = next(self.model.parameters()).device
+        ids = ids.to(device)
         sample = temperature > 0
-        gen = {"max_new_tokens": max_tokens, "do_sample": sample, "num_return_sequences": n}
+        # greedy decoding gives one answer: generate it once and repeat it n times
+        gen = {"max_new_tokens": max_tokens, "do_sample": sample,
+               "num_return_sequences": n if sample else 1}  # fmt: skip
         if sample:
             gen["temperature"] = temperature
         pad = self.tokenizer.pad_token_id
         if pad is None:
             pad = self.tokenizer.eos_token_id
-        with torch.no_grad():
+        forked = [device] if device.type == "cuda" else []
+        with torch.no_grad(), torch.random.fork_rng(devices=forked):
+            if seed is not None:
+                torch.manual_seed(seed)
             out = self.model.generate(
                 ids, attention_mask=torch.ones_like(ids), pad_token_id=pad, **gen
             )
         results = []
-        for row in out:
-            new = row[ids.shape[1] :]
+        for row in out if sample else out.repeat(n, 1):
+            new = row[ids.shape[1] :].tolist()
+            ends = [k for k, t in enumerate(new) if t in (pad, self.tokenizer.eos_token_id)]
+            new = new[: ends[0] + 1] if ends else new  # drop the padding after the end token
             text = self.tokenizer.decode(new, skip_special_tokens=True)
             for s in stop or ():
                 text = text.split(s)[0]

@@ -3,7 +3,15 @@ import math
 import pytest
 import torch
 
-from easylens import EasyAmplifier, EasyBank, EasyLens, EasyTag, GenericViTAdapter, ScanGenerator
+from easylens import (
+    EasyAmplifier,
+    EasyBank,
+    EasyLens,
+    EasyTag,
+    GenericViTAdapter,
+    ScanGenerator,
+    ZeroShotDetector,
+)
 from easylens.synthetic import TinyCLIP, tiny_clip_adapter
 
 
@@ -103,3 +111,48 @@ def test_bad_hyperparameters(make, match):
 def test_verify_without_prompts(tiny, bank):
     with pytest.raises(ValueError, match=r"verify=True\) needs prompts"):
         EasyLens(tiny[1], bank, tag=EasyTag(verify=True))
+
+
+def test_empty_batch(tiny, bank, scans):
+    empty = torch.zeros(0, 1, 32, 32)
+    with pytest.raises(ValueError, match="images is an empty batch"):
+        EasyLens(tiny[1], bank).encode_image(empty)
+    with pytest.raises(ValueError, match="images is an empty batch"):
+        EasyLens(tiny[1], bank).explain(empty)
+    with pytest.raises(ValueError, match="images is an empty batch"):
+        EasyBank.build(tiny[1], scans["normal"].images, empty)
+    det = ZeroShotDetector(
+        tiny[1], ["chest scan with a round lesion in the left lung"], ["normal chest scan"]
+    )
+    with pytest.raises(ValueError, match="images is an empty batch"):
+        det.decision_function(empty)
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int64, torch.bool])
+def test_integer_images(tiny, bank, images, dtype):
+    raw = (images * 255).to(dtype)
+    with pytest.raises(TypeError, match=r"images must be a floating-point tensor .* got dtype"):
+        EasyLens(tiny[1], bank).encode_image(raw)
+    with pytest.raises(TypeError, match="images must be a floating-point tensor"):
+        EasyBank.build(tiny[1], raw, images)
+
+
+def test_wrong_channel_count(tiny, bank, images):
+    rgb = images.expand(-1, 3, -1, -1)
+    with pytest.raises(ValueError, match=r"images have 3 channel\(s\) .* the encoder takes 1"):
+        EasyLens(tiny[1], bank).encode_image(rgb)
+    with pytest.raises(ValueError, match=r"have 3 channel\(s\)"):
+        tiny[1].tokens_at(rgb, 1)
+    model = TinyCLIP(width=16, depth=3, heads=2, embed_dim=16)
+    adapter = GenericViTAdapter(model.embed, list(model.blocks), model.head, (8, 8), 1, in_chans=3)
+    with pytest.raises(ValueError, match=r"images have 1 channel\(s\) .* takes 3 \(grayscale\?"):
+        adapter.encode_image(images)
+    with pytest.raises(ValueError, match="in_chans must be an integer >= 1"):
+        GenericViTAdapter(model.embed, list(model.blocks), model.head, (8, 8), 1, in_chans=0)
+
+
+def test_bad_batch_size(tiny, scans):
+    with pytest.raises(ValueError, match="batch_size must be an integer >= 1"):
+        EasyBank.build(tiny[1], scans["normal"].images, scans["lesion"].images, batch_size=0)
+    with pytest.raises(ValueError, match="batch_size must be an integer >= 1"):
+        ZeroShotDetector(tiny[1], ["a lesion"], ["normal"], batch_size=0)

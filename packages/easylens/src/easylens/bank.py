@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,6 +13,7 @@ from torch.nn import functional as nnf
 
 from easylens._kmeans import spherical_kmeans
 from easylens._validation import check_choice, check_nonneg, check_positive_int
+from methodkit import progress as show_progress
 
 MIN_NORMAL_REFERENCES = 4
 _TENSORS = (
@@ -44,15 +45,6 @@ def resolve_layer(adapter: Any, layer: int | str) -> int:
     if layer == "auto":
         return max(1, round(adapter.num_layers / 3))
     return adapter.layer_index(layer)
-
-
-def batched_tokens(adapter: Any, images: torch.Tensor, layer: int, batch_size: int) -> torch.Tensor:
-    """``adapter.tokens_at`` over ``images`` in chunks."""
-    chunks = [
-        adapter.tokens_at(images[i : i + batch_size], layer)
-        for i in range(0, len(images), batch_size)
-    ]
-    return torch.cat(chunks)
 
 
 def neighbours(grid: tuple[int, int], window: int) -> torch.Tensor:
@@ -123,8 +115,12 @@ class EasyBank:
         seed: int = 0,
         extra_layers: Sequence[int] = (),
         batch_size: int = 64,
+        progress: bool | None = None,
     ) -> EasyBank:
         """Build the bank from image-level labels (no gradient, no weight change).
+
+        Named steps: validate, split the normals (:func:`split_normals`), store the normal
+        references (:meth:`from_references`), add lesion prototypes, calibrate the margin.
 
         Args:
             adapter: A :class:`~easylens.adapters.TokenEncoderAdapter`.
@@ -143,93 +139,53 @@ class EasyBank:
             extra_layers: More layers whose token-space counterfactuals are stored (for
                 ``EasyLens(tag_layer=bank.layer, layer=l)`` with ``l != bank.layer``).
             batch_size: Images per forward.
+            progress: Progress bar over the forwards (None: on a terminal only).
         """
         layer = resolve_layer(adapter, layer)
-        extra = sorted({adapter.layer_index(int(x)) for x in extra_layers} - {layer})
-        check_choice(reference, "reference", ("position", "cluster"))
-        check_positive_int(window, "window", minimum=0)
-        check_positive_int(n_normal_clusters, "n_normal_clusters")
-        check_positive_int(n_lesion_prototypes, "n_lesion_prototypes")
-        if not 0 < check_nonneg(top_q, "top_q") <= 1:
-            raise ValueError(f"top_q must be in (0, 1], got {top_q}")
-        if not 0 < check_nonneg(calibration_fraction, "calibration_fraction") < 1:
-            raise ValueError(f"calibration_fraction must be in (0, 1), got {calibration_fraction}")
-        normal_images = adapter.check_images(normal_images)
-        n_cal = round(calibration_fraction * len(normal_images))
-        n_ref = len(normal_images) - n_cal
-        if n_ref < MIN_NORMAL_REFERENCES or n_cal < 2:
-            raise ValueError(
-                f"need at least {MIN_NORMAL_REFERENCES} normal reference images and 2 calibration "
-                f"images, got {n_ref} references and {n_cal} calibration images from "
-                f"{len(normal_images)} normal images (calibration_fraction={calibration_fraction})"
-            )
-        texts = list(lesion_texts) if lesion_texts is not None else []
-        if lesion_images is None and lesion_masks is None and not texts:
-            raise ValueError(
-                "the lesion source is empty: give lesion_images, lesion_masks or lesion_texts"
-            )
-        if lesion_masks is not None:
-            if lesion_images is None:
-                raise ValueError("lesion_masks need the lesion_images they outline")
-            if tuple(lesion_masks.shape) != (lesion_images.shape[0], *lesion_images.shape[-2:]):
-                raise ValueError(
-                    f"lesion_masks have shape {tuple(lesion_masks.shape)} but the lesion images "
-                    f"need {(lesion_images.shape[0], *lesion_images.shape[-2:])}"
-                )
-        joint = bool(texts)
-        if joint and not (adapter.has_text and adapter.has_joint):
-            raise ValueError("lesion_texts need an adapter with a text encoder and to_joint")
-        if lesion_images is not None:
-            lesion_images = adapter.check_images(lesion_images)
+        layers = [layer, *sorted({adapter.layer_index(int(x)) for x in extra_layers} - {layer})]
+        check_build_config(reference, window, n_normal_clusters, n_lesion_prototypes, top_q)
+        texts = check_lesion_sources(adapter, lesion_images, lesion_masks, lesion_texts)
+        ref_imgs, cal_imgs = split_normals(adapter, normal_images, calibration_fraction, seed)
+        lesion = None if lesion_images is None else adapter.check_images(lesion_images)
+        encode = TokenReader(adapter, bool(texts), batch_size, progress)
+        bank = cls.from_references(
+            encode, ref_imgs, layers, reference, window, n_normal_clusters, seed
+        )
+        bank._add_lesion_prototypes(encode, lesion, lesion_masks, texts, n_lesion_prototypes, top_q)
+        bank._calibrate(encode.features(encode.tokens(cal_imgs, layer)))
+        return bank
 
-        perm = np.random.default_rng(seed).permutation(len(normal_images))
-        ref_imgs, cal_imgs = normal_images[perm[:n_ref]], normal_images[perm[n_ref:]]
-        p = adapter.num_prefix_tokens
+    @classmethod
+    def from_references(
+        cls,
+        encode: TokenReader,
+        images: torch.Tensor,
+        layers: Sequence[int],
+        reference: str,
+        window: int,
+        n_clusters: int,
+        seed: int,
+    ) -> EasyBank:
+        """A bank of the normal references of ``images`` only (no prototypes, uncalibrated).
 
-        def feats(tok: torch.Tensor) -> torch.Tensor:
-            z = tok[:, p:]
-            return nnf.normalize((adapter.to_joint(z) if joint else z).float(), dim=-1)
-
-        tok_ref = {
-            lay: batched_tokens(adapter, ref_imgs, lay, batch_size) for lay in [layer, *extra]
-        }
-        ref_feat = feats(tok_ref[layer])  # [R, N, d']
-        n_tok, width = ref_feat.shape[1], tok_ref[layer].shape[-1]
-        if n_tok != adapter.num_patches:
-            raise ValueError(
-                f"the adapter yields {n_tok} patch tokens but its grid is {adapter.grid_size}"
-            )
-        unit_tok = {lay: nnf.normalize(t[:, p:].float(), dim=-1) for lay, t in tok_ref.items()}
-        if reference == "position":
-            normal_feats = ref_feat.reshape(-1, ref_feat.shape[-1])
-            normal_tokens = {lay: t.reshape(-1, width) for lay, t in unit_tok.items()}
-        else:
-            flat = ref_feat.reshape(-1, ref_feat.shape[-1])
-            if flat.shape[0] < n_normal_clusters:
-                raise ValueError(
-                    f"{flat.shape[0]} normal tokens are fewer than "
-                    f"n_normal_clusters={n_normal_clusters}"
-                )
-            normal_feats = spherical_kmeans(flat, n_normal_clusters, seed).float()
-            assign = (flat @ normal_feats.T).argmax(1)
-            normal_tokens = {}
-            for lay, t in unit_tok.items():  # token-space counterpart: mean member direction
-                sums = torch.zeros(len(normal_feats), width).index_add_(
-                    0, assign, t.reshape(-1, width)
-                )
-                normal_tokens[lay] = nnf.normalize(sums, dim=-1)
-
-        bank = cls(
+        ``layers[0]`` is the working layer; the others only store token-space counterfactuals.
+        """
+        adapter, layer = encode.adapter, layers[0]
+        tok = {lay: encode.tokens(images, lay) for lay in layers}
+        normal_feats, normal_tokens = normal_references(
+            encode.features(tok[layer]), tok, adapter, reference, n_clusters, seed
+        )
+        return cls(
             layer=layer,
             reference=reference,
             window=window,
             grid_size=tuple(adapter.grid_size),
-            num_prefix_tokens=p,
-            width=width,
-            feature_space="joint" if joint else "token",
+            num_prefix_tokens=adapter.num_prefix_tokens,
+            width=tok[layer].shape[-1],
+            feature_space="joint" if encode.joint else "token",
             backbone_id=adapter.backbone_id,
             seed=seed,
-            n_references=n_ref,
+            n_references=len(images),
             lesion_sources=(),
             normal_feats=normal_feats,
             normal_tokens=normal_tokens,
@@ -240,34 +196,19 @@ class EasyBank:
             lesion_mu=torch.zeros(1),
             lesion_sigma=torch.ones(1),
         )
-        bank._add_lesion_prototypes(
-            adapter,
-            feats,
-            lesion_images,
-            lesion_masks,
-            texts,
-            n_lesion_prototypes,
-            top_q,
-            batch_size,
-        )
-        bank._calibrate(feats(batched_tokens(adapter, cal_imgs, layer, batch_size)))
-        return bank
 
     def _add_lesion_prototypes(
         self,
-        adapter: Any,
-        feats: Callable[[torch.Tensor], torch.Tensor],
+        encode: TokenReader,
         images: torch.Tensor | None,
         masks: torch.Tensor | None,
         texts: list[str],
         k: int,
         top_q: float,
-        bs: int,
     ) -> None:
         protos, sources = [], []
         if images is not None:
-            tok = batched_tokens(adapter, images, self.layer, bs)
-            z = feats(tok)  # [n_L, N, d']
+            z = encode.features(encode.tokens(images, self.layer))  # [n_L, N, d']
             _, m_star = self.counterfactual(z)
             e_n = (z * self.normal_feats[m_star]).sum(-1)
             dist = (1 - e_n).reshape(-1)
@@ -286,7 +227,7 @@ class EasyBank:
                 protos.append(spherical_kmeans(mean, k, self.seed + 1).float())
                 sources.append("masks")
         if texts:
-            t = nnf.normalize(adapter.encode_text(texts).float(), dim=-1)
+            t = nnf.normalize(encode.adapter.encode_text(texts).float(), dim=-1)
             protos.append(t)
             sources.append("text")
         self.lesion_protos = torch.cat(protos)
@@ -406,6 +347,121 @@ class EasyBank:
         meta["grid_size"] = tuple(meta["grid_size"])
         meta["lesion_sources"] = tuple(meta["lesion_sources"])
         return cls(**meta, **state)
+
+
+def check_build_config(
+    reference: str, window: int, n_normal_clusters: int, n_lesion_prototypes: int, top_q: float
+) -> None:
+    """Validate the scalar settings of :meth:`EasyBank.build`."""
+    check_choice(reference, "reference", ("position", "cluster"))
+    check_positive_int(window, "window", minimum=0)
+    check_positive_int(n_normal_clusters, "n_normal_clusters")
+    check_positive_int(n_lesion_prototypes, "n_lesion_prototypes")
+    if not 0 < check_nonneg(top_q, "top_q") <= 1:
+        raise ValueError(f"top_q must be in (0, 1], got {top_q}")
+
+
+def check_lesion_sources(
+    adapter: Any,
+    lesion_images: torch.Tensor | None,
+    lesion_masks: torch.Tensor | None,
+    lesion_texts: Sequence[str] | None,
+) -> list[str]:
+    """Validate the lesion sources (at least one; masks match images); returns the texts."""
+    texts = list(lesion_texts) if lesion_texts is not None else []
+    if lesion_images is None and lesion_masks is None and not texts:
+        raise ValueError(
+            "the lesion source is empty: give lesion_images, lesion_masks or lesion_texts"
+        )
+    if lesion_masks is not None:
+        if lesion_images is None:
+            raise ValueError("lesion_masks need the lesion_images they outline")
+        if tuple(lesion_masks.shape) != (lesion_images.shape[0], *lesion_images.shape[-2:]):
+            raise ValueError(
+                f"lesion_masks have shape {tuple(lesion_masks.shape)} but the lesion images "
+                f"need {(lesion_images.shape[0], *lesion_images.shape[-2:])}"
+            )
+    if texts and not (adapter.has_text and adapter.has_joint):
+        raise ValueError("lesion_texts need an adapter with a text encoder and to_joint")
+    return texts
+
+
+def split_normals(
+    adapter: Any, normal_images: torch.Tensor, calibration_fraction: float, seed: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Seeded split of the normal images into references and calibration images."""
+    if not 0 < check_nonneg(calibration_fraction, "calibration_fraction") < 1:
+        raise ValueError(f"calibration_fraction must be in (0, 1), got {calibration_fraction}")
+    normal_images = adapter.check_images(normal_images)
+    n_cal = round(calibration_fraction * len(normal_images))
+    n_ref = len(normal_images) - n_cal
+    if n_ref < MIN_NORMAL_REFERENCES or n_cal < 2:
+        raise ValueError(
+            f"need at least {MIN_NORMAL_REFERENCES} normal reference images and 2 calibration "
+            f"images, got {n_ref} references and {n_cal} calibration images from "
+            f"{len(normal_images)} normal images (calibration_fraction={calibration_fraction})"
+        )
+    perm = np.random.default_rng(seed).permutation(len(normal_images))
+    return normal_images[perm[:n_ref]], normal_images[perm[n_ref:]]
+
+
+class TokenReader:
+    """Batched token reads at a layer and their unit features (token or joint space)."""
+
+    def __init__(self, adapter: Any, joint: bool, batch_size: int, progress: bool | None) -> None:
+        self.adapter, self.joint = adapter, joint
+        self.batch_size = check_positive_int(batch_size, "batch_size")
+        self.progress = progress
+
+    def tokens(self, images: torch.Tensor, layer: int) -> torch.Tensor:
+        """Tokens entering block ``layer`` for ``images``, ``[B, P + N, d]``."""
+        starts = range(0, len(images), self.batch_size)
+        bar = show_progress(starts, enabled=self.progress, desc=f"EasyBank tokens (layer {layer})")
+        chunks = [self.adapter.tokens_at(images[i : i + self.batch_size], layer) for i in bar]
+        tok = torch.cat(chunks)
+        n_tok = tok.shape[1] - self.adapter.num_prefix_tokens
+        if n_tok != self.adapter.num_patches:
+            raise ValueError(
+                f"the adapter yields {n_tok} patch tokens but its grid is {self.adapter.grid_size}"
+            )
+        return tok
+
+    def features(self, tok: torch.Tensor) -> torch.Tensor:
+        """Unit patch features ``[B, N, d']`` (after ``to_joint`` for a joint-space bank)."""
+        z = tok[:, self.adapter.num_prefix_tokens :]
+        return nnf.normalize((self.adapter.to_joint(z) if self.joint else z).float(), dim=-1)
+
+
+def normal_references(
+    ref_feat: torch.Tensor,
+    tok_ref: dict[int, torch.Tensor],
+    adapter: Any,
+    reference: str,
+    n_clusters: int,
+    seed: int,
+) -> tuple[torch.Tensor, dict[int, torch.Tensor]]:
+    """``(normal_feats, normal_tokens)``: every token by position, or k-means centroids.
+
+    ``normal_tokens[layer]`` holds the unit token-space counterpart of each reference at each
+    stored layer (the residual's ``n*(i)``); in cluster mode the mean member direction.
+    """
+    p = adapter.num_prefix_tokens
+    unit_tok = {lay: nnf.normalize(t[:, p:].float(), dim=-1) for lay, t in tok_ref.items()}
+    flat = ref_feat.reshape(-1, ref_feat.shape[-1])
+    if reference == "position":
+        return flat, {lay: t.reshape(-1, t.shape[-1]) for lay, t in unit_tok.items()}
+    if flat.shape[0] < n_clusters:
+        raise ValueError(
+            f"{flat.shape[0]} normal tokens are fewer than n_normal_clusters={n_clusters}"
+        )
+    normal_feats = spherical_kmeans(flat, n_clusters, seed).float()
+    assign = (flat @ normal_feats.T).argmax(1)
+    normal_tokens = {}
+    for lay, t in unit_tok.items():
+        d = t.shape[-1]
+        sums = torch.zeros(len(normal_feats), d).index_add_(0, assign, t.reshape(-1, d))
+        normal_tokens[lay] = nnf.normalize(sums, dim=-1)
+    return normal_feats, normal_tokens
 
 
 def _group_stats(

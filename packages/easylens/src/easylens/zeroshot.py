@@ -10,6 +10,8 @@ import torch
 from torch.nn import functional as nnf
 
 from easylens._easylens import text_direction
+from easylens._validation import check_positive_int
+from methodkit import progress as show_progress
 
 
 class ZeroShotDetector:
@@ -21,6 +23,8 @@ class ZeroShotDetector:
         positive_prompts: Lesion reports (``t+`` is their normalised mean embedding).
         negative_prompts: Normal reports (``t-``).
         batch_size: Images per forward.
+        progress: Progress bar over the batches of :meth:`decision_function` (None: on a
+            terminal only).
     """
 
     def __init__(
@@ -29,6 +33,7 @@ class ZeroShotDetector:
         positive_prompts: Sequence[str],
         negative_prompts: Sequence[str],
         batch_size: int = 64,
+        progress: bool | None = None,
     ) -> None:
         for name in ("encode_image", "encode_text"):
             if not hasattr(encoder_or_lens, name):
@@ -36,10 +41,11 @@ class ZeroShotDetector:
                     f"encoder_or_lens needs .{name}, {type(encoder_or_lens).__name__} has none"
                 )
         self.encoder = encoder_or_lens
+        self.batch_size = check_positive_int(batch_size, "batch_size")
         with torch.no_grad():
             self.t_pos = text_direction(encoder_or_lens, positive_prompts)
             self.t_neg = text_direction(encoder_or_lens, negative_prompts)
-        self.batch_size = int(batch_size)
+        self.progress = progress
 
     def fit(self, X: Any = None, y: Any = None) -> ZeroShotDetector:
         """No-op (zero-shot); returns self."""
@@ -53,8 +59,19 @@ class ZeroShotDetector:
     @torch.no_grad()
     def decision_function(self, images: torch.Tensor) -> np.ndarray:
         """Lesion scores ``[B]`` (higher = more likely a lesion)."""
+        if not isinstance(images, torch.Tensor):
+            raise TypeError(f"images must be a torch.Tensor, got {type(images).__name__}")
+        if images.ndim == 0 or len(images) == 0:
+            raise ValueError(
+                f"images is an empty batch (shape {tuple(images.shape)}); pass at least one image"
+            )
+        starts = show_progress(
+            range(0, len(images), self.batch_size),
+            enabled=self.progress,
+            desc="ZeroShotDetector",
+        )
         out = [
             self.score_embeddings(self.encoder.encode_image(images[i : i + self.batch_size]))
-            for i in range(0, len(images), self.batch_size)
+            for i in starts
         ]
         return np.concatenate(out)

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from easylens._hooks import Edit, capture_input, edit_input, edit_inputs
-from easylens._validation import check_finite
+from easylens._validation import check_finite, check_positive_int
 
 
 @runtime_checkable
@@ -71,6 +71,7 @@ class HookedAdapter:
     seq_first: bool = False
     _backbone_id: str | None = None
     _in_chans: int | None = None
+    _expected_chans: int | None = None
 
     # -- subclasses --------------------------------------------------------------------------
     def _forward(self, images: torch.Tensor) -> torch.Tensor:
@@ -104,12 +105,43 @@ class HookedAdapter:
         """Whether :meth:`to_joint` is available."""
         return False
 
+    @property
+    def in_chans(self) -> int | None:
+        """Input channels the encoder expects (its first ``Conv2d``; None when unknown)."""
+        if self._expected_chans is None:
+            conv = next((m for m in self.model.modules() if isinstance(m, nn.Conv2d)), None)
+            self._expected_chans = 0 if conv is None else int(conv.in_channels)
+        return self._expected_chans or None
+
     def check_images(self, images: torch.Tensor) -> torch.Tensor:
-        """Validate an image batch ``[B, C, H, W]`` (finite, the adapter's spatial size)."""
+        """Validate an image batch ``[B, C, H, W]``.
+
+        Raises:
+            TypeError: not a tensor, or not floating point (e.g. raw ``uint8`` pixels).
+            ValueError: not 4-d, an empty batch, a channel count the encoder does not take,
+                a spatial size other than the adapter's, or NaN/inf values.
+        """
         if not isinstance(images, torch.Tensor):
             raise TypeError(f"images must be a torch.Tensor, got {type(images).__name__}")
         if images.ndim != 4:
             raise ValueError(f"images must be [B, C, H, W], got shape {tuple(images.shape)}")
+        if images.shape[0] == 0:
+            raise ValueError(
+                f"images is an empty batch (shape {tuple(images.shape)}); pass at least one image"
+            )
+        if not images.is_floating_point():
+            raise TypeError(
+                f"images must be a floating-point tensor preprocessed like the model's training "
+                f"images, got dtype {images.dtype} (raw pixels? e.g. images.float() / 255, then "
+                "the model's normalisation)"
+            )
+        chans = self.in_chans
+        if chans is not None and images.shape[1] != chans:
+            raise ValueError(
+                f"images have {images.shape[1]} channel(s) (shape {tuple(images.shape)}) but the "
+                f"encoder takes {chans}"
+                + (" (grayscale? repeat it: images.expand(-1, 3, -1, -1))" if chans == 3 else "")
+            )
         if self.image_size is not None and tuple(images.shape[-2:]) != tuple(self.image_size):
             raise ValueError(
                 f"images are {tuple(images.shape[-2:])} pixels but the adapter's grid "
@@ -193,6 +225,8 @@ class GenericViTAdapter(HookedAdapter):
         text_fn: Optional ``texts -> [T, E]`` text encoder in the joint space.
         joint_fn: Optional ``patch tokens [..., d] -> [..., E]`` (final norm + projection).
         model: The module whose weights identify the backbone (default: the blocks).
+        in_chans: Input channels checked on every call (default: the ``in_channels`` of the
+            first ``Conv2d`` in ``model``; not checked when there is none).
 
     A generative VLM's vision tower is wrapped by passing its own blocks; ``EasyLens.attach``
     then hooks those blocks so the tower's own forward receives the amplified tokens.
@@ -210,6 +244,7 @@ class GenericViTAdapter(HookedAdapter):
         text_fn: Callable[[Sequence[str]], torch.Tensor] | None = None,
         joint_fn: Callable[[torch.Tensor], torch.Tensor] | None = None,
         model: nn.Module | None = None,
+        in_chans: int | None = None,
     ) -> None:
         if len(blocks) < 2:
             raise ValueError(f"blocks must hold at least 2 blocks, got {len(blocks)}")
@@ -224,6 +259,8 @@ class GenericViTAdapter(HookedAdapter):
         self.image_size = None if image_size is None else (int(image_size[0]), int(image_size[1]))
         self.text_fn, self.joint_fn = text_fn, joint_fn
         self.model = model if model is not None else nn.ModuleList(self.blocks)
+        if in_chans is not None:
+            self._expected_chans = check_positive_int(in_chans, "in_chans")
 
     @property
     def has_text(self) -> bool:

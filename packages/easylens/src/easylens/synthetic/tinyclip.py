@@ -20,6 +20,7 @@ from torch.nn import functional as nnf
 
 from easylens.adapters import GenericViTAdapter
 from easylens.synthetic.scans import MORPHOLOGIES, SIDES, ScanGenerator, report, reports
+from methodkit import progress as show_progress
 
 VOCAB = (
     "<pad>",
@@ -185,11 +186,13 @@ def train_tiny_clip(
     lr: float = 1e-3,
     mix: tuple[float, float, float] = (0.5, 0.425, 0.075),
     cache_dir: str | Path | None = None,
+    progress: bool | None = None,
 ) -> tuple[TinyCLIP, TinyTokenizer]:
     """Train TinyCLIP from scratch with a CLIP loss (AdamW, cosine schedule).
 
     Reports that are identical within a batch are all positives (soft targets). With
-    ``cache_dir`` the checkpoint is stored there, keyed by every argument.
+    ``cache_dir`` the checkpoint is stored there, keyed by every argument but ``progress``
+    (a bar over the training steps; None: on a terminal only).
     """
     cfg = {
         "seed": seed,
@@ -219,7 +222,7 @@ def train_tiny_clip(
         opt, lambda t: min(1.0, (t + 1) / warm) * 0.5 * (1 + np.cos(np.pi * min(t, steps) / steps))
     )
     model.train()
-    for _ in range(steps):
+    for _ in show_progress(range(steps), enabled=progress, desc="TinyCLIP training"):
         idx = torch.randint(len(images), (batch_size,), generator=gen)
         x = images[idx]
         gi = nnf.normalize(model.encode_image(x), dim=-1)

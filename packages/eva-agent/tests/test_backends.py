@@ -8,6 +8,8 @@ import pytest
 from eva_agent import AlwaysSlow, EVAgent, OpenAIVLM, ShapeColorDetector, ShapeTextVQA
 from eva_agent.types import Final, ToolCall
 from eva_agent.vlm import ImageNotSupportedError, ReplyParseError, parse_reply
+from methodkit.llm import LLMConnectionError
+from methodkit.testing import LoopbackChatServer, check_chat_backend
 
 
 class FakeServer:
@@ -143,3 +145,31 @@ def test_parse_reply_table():
     for bad in ["", "no json", '{"tool": 3}', '{"tool": "x", "args": [1]}', "{bad json}"]:
         with pytest.raises(ReplyParseError):
             parse_reply(bad)
+
+
+def test_openai_vlm_chat_passes_the_contract_on_loopback():
+    with LoopbackChatServer() as srv:
+        vlm = OpenAIVLM(srv.url, "m", timeout=5)
+        done = check_chat_backend(vlm)
+    assert done["one reply"] == repr("you said: Name a colour.")
+    assert vlm.n_requests == len(srv.bodies)
+
+
+def test_openai_vlm_retries_and_names_the_url_on_a_dead_server(item):
+    with LoopbackChatServer(failures=[503, 429]) as srv:
+        vlm = OpenAIVLM(srv.url, "m", backoff=0.001, samples=1)
+        assert vlm.answer(None, "Say hi")[0].startswith("you said:")
+    assert vlm.n_requests == 3
+    vlm = OpenAIVLM(srv.url, "m", max_retries=1, backoff=0.001)  # the server is closed now
+    with pytest.raises(LLMConnectionError, match=r"cannot reach http://127\.0\.0\.1"):
+        vlm.answer(item.image, item.question)
+
+
+@pytest.mark.slow
+def test_hf_vlm_chat_on_tiny_smollm2_passes_the_contract():
+    pytest.importorskip("transformers")
+    from eva_agent import HFVLM
+    from methodkit.smollm2 import tiny_smollm2
+
+    done = check_chat_backend(HFVLM(*tiny_smollm2(), text_only=True), max_tokens=6)
+    assert done["bad arguments"] == "7 of 7 rejected"

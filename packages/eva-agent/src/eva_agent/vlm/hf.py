@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from eva_agent.types import Evidence, Final, ToolCall
@@ -13,6 +14,7 @@ from eva_agent.vlm.base import (
     plan_prompt,
     render_ledger,
 )
+from methodkit.llm import ChatReply, check_chat_args
 
 
 class HFVLM:
@@ -48,6 +50,59 @@ class HFVLM:
             AutoProcessor.from_pretrained(path),
             **kw,
         )
+
+    def _tokenizer(self) -> Any:
+        return getattr(self.processor, "tokenizer", None) or self.processor
+
+    def chat(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        n: int = 1,
+        temperature: float = 0.0,
+        max_tokens: int = 256,
+        stop: Sequence[str] | None = None,
+        seed: int | None = None,
+    ) -> list[ChatReply]:
+        """Text chat (a :class:`methodkit.llm.ChatBackend`): greedy at ``temperature=0``.
+
+        ``seed`` seeds sampling inside a forked RNG state (the global one is left as it was).
+        """
+        import torch
+
+        msgs = check_chat_args(
+            messages, n=n, temperature=temperature, max_tokens=max_tokens, stop=stop, seed=seed
+        )
+        tok = self._tokenizer()
+        prompt = self.processor.apply_chat_template(
+            msgs, add_generation_prompt=True, tokenize=False
+        )
+        inputs = tok(prompt, return_tensors="pt", add_special_tokens=False)
+        device = next(self.model.parameters()).device
+        ids = inputs["input_ids"].to(device)
+        sample = temperature > 0
+        gen: dict[str, Any] = {"max_new_tokens": max_tokens, "do_sample": sample}
+        if sample:
+            gen.update(temperature=temperature, num_return_sequences=n)
+        pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+        forked = [device] if device.type == "cuda" else []
+        with torch.no_grad(), torch.random.fork_rng(devices=forked):
+            if seed is not None:
+                torch.manual_seed(seed)
+            out = self.model.generate(
+                ids, attention_mask=torch.ones_like(ids), pad_token_id=pad, **gen
+            )
+        replies = []
+        for row in out if sample else out.repeat(n, 1):
+            new = row[ids.shape[1] :].tolist()
+            ends = [k for k, t in enumerate(new) if t in (pad, tok.eos_token_id)]
+            new = new[: ends[0] + 1] if ends else new
+            self.n_generated += len(new)
+            text = tok.decode(new, skip_special_tokens=True)
+            for s in stop or ():
+                text = text.split(s)[0]
+            replies.append(ChatReply(text, int(ids.shape[1]), len(new)))
+        return replies
 
     def _generate(
         self, text: str, image: Any, max_new_tokens: int | None = None

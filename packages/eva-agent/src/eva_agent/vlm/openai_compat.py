@@ -1,6 +1,8 @@
 """OpenAIVLM: any OpenAI-compatible chat endpoint with image content parts.
 
-vLLM, llama.cpp server with a multimodal projector, Ollama and hosted APIs accept them.
+vLLM, llama.cpp server with a multimodal projector, Ollama and hosted APIs accept them. The
+transport is the core's :class:`methodkit.llm.OpenAIClient` (timeouts, retries with backoff on
+429 / 5xx, errors naming the URL and status).
 """
 
 from __future__ import annotations
@@ -9,8 +11,7 @@ import base64
 import io
 import json
 import math
-import urllib.error
-import urllib.request
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from eva_agent.types import Evidence, Final, ToolCall
@@ -22,6 +23,10 @@ from eva_agent.vlm.base import (
     plan_prompt,
     render_ledger,
 )
+from methodkit.llm import ChatReply, LLMHTTPError, OpenAIClient
+
+#: Statuses with which servers refuse an image part they cannot read.
+IMAGE_REJECTED = (400, 415, 422, 500)
 
 
 def data_url(image: Any) -> str:
@@ -48,9 +53,13 @@ class OpenAIVLM:
         samples: m for the agreement confidence (spec: 3).
         max_tokens: Completion budget of an answer.
         native_tools: Also use the server's native tool calling.
+        max_retries: Retries on 429 / 5xx / timeouts / refused connections.
+        backoff: First retry wait in seconds (doubles each retry).
 
     Raises:
+        ValueError: On a base_url that is not http(s) or a bad timeout / max_retries.
         ImageNotSupportedError: On the first call, when the server rejects image parts.
+        methodkit.llm.LLMError: When the server fails (HTTP status, timeout, unreachable).
     """
 
     def __init__(
@@ -63,35 +72,58 @@ class OpenAIVLM:
         samples: int = 3,
         max_tokens: int = 64,
         native_tools: bool = False,
+        max_retries: int = 3,
+        backoff: float = 0.5,
     ) -> None:
-        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
-            raise ValueError(f"base_url must be an http(s) URL, got {base_url!r}")
-        self.base_url, self.model, self.api_key = base_url.rstrip("/"), model, api_key
+        self.client = OpenAIClient(
+            base_url,
+            model,
+            api_key=api_key,
+            timeout=timeout,
+            max_retries=max_retries,
+            backoff=backoff,
+        )
+        self.base_url, self.model, self.api_key = self.client.base_url, model, api_key
         self.timeout, self.samples, self.max_tokens = float(timeout), int(samples), max_tokens
         self.native_tools = bool(native_tools)
         self.image_ok: bool | None = None  # learnt on the first call with an image
-        self.n_requests = 0
+
+    @property
+    def n_requests(self) -> int:
+        """HTTP requests sent so far (retries included)."""
+        return self.client.n_requests
+
+    def chat(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        n: int = 1,
+        temperature: float = 0.0,
+        max_tokens: int = 256,
+        stop: Sequence[str] | None = None,
+        seed: int | None = None,
+        **extra: Any,
+    ) -> list[ChatReply]:
+        """Plain chat completions (a :class:`methodkit.llm.ChatBackend`)."""
+        return self.client.chat(
+            messages,
+            n=n,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            stop=stop,
+            seed=seed,
+            **extra,
+        )
 
     def _post(self, payload: dict[str, Any], with_image: bool) -> dict[str, Any]:
-        req = urllib.request.Request(
-            f"{self.base_url}/chat/completions",
-            data=json.dumps(payload).encode(),
-            headers={
-                "Content-Type": "application/json",
-                **({"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}),
-            },
-        )
-        self.n_requests += 1
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                out = json.loads(resp.read().decode())
-        except urllib.error.HTTPError as e:
-            body = e.read().decode(errors="replace")[:300]
-            if with_image and self.image_ok is None and e.code in (400, 415, 422, 500):
+            out = self.client.chat_raw(**payload)
+        except LLMHTTPError as e:
+            if with_image and self.image_ok is None and e.status in IMAGE_REJECTED:
                 raise ImageNotSupportedError(
                     f"{self.base_url} (model {self.model!r}) rejected the image content part "
-                    f"(HTTP {e.code}: {body}); serve a vision model, e.g. vLLM with a VL model "
-                    "or llama.cpp server with --mmproj"
+                    f"(HTTP {e.status}: {e.body}); serve a vision model, e.g. vLLM with a VL "
+                    "model or llama.cpp server with --mmproj"
                 ) from None
             raise
         if with_image:
@@ -105,14 +137,8 @@ class OpenAIVLM:
         return [{"role": "user", "content": content}]
 
     def _chat(self, messages: list[dict], with_image: bool, **extra: Any) -> dict[str, Any]:
-        payload = {
-            "model": self.model,
-            "messages": messages,
-            "max_tokens": self.max_tokens,
-            "temperature": 0.0,
-            **extra,
-        }
-        return self._post(payload, with_image)["choices"][0]
+        payload = {"messages": messages, "max_tokens": self.max_tokens, "temperature": 0.0}
+        return self._post({**payload, **extra}, with_image)["choices"][0]
 
     @staticmethod
     def _logprob_conf(choice: dict[str, Any]) -> float | None:

@@ -45,8 +45,12 @@ def test_network_is_permutation_equivariant():
 
 
 class RandomNet(nn.Module):
+    def __init__(self, scale: float = 5.0) -> None:
+        super().__init__()
+        self.scale = scale
+
     def forward(self, Z, frac, lattice, t, zs, c, rm, cm):
-        return 5 * torch.randn_like(Z), torch.randn_like(frac), torch.randn_like(lattice)
+        return self.scale * torch.randn_like(Z), torch.randn_like(frac), torch.randn_like(lattice)
 
 
 def test_trajectory_stays_in_d_and_decodes_exactly():
@@ -61,6 +65,18 @@ def test_trajectory_stays_in_d_and_decodes_exactly():
     conds = [condition_of(o) for o in make_disordered_dataset(8, seed=1)]
     for odm in model.sample(conds, n_steps=5, seed=1):
         assert odm.is_feasible(1e-8)
+
+
+def test_hostile_network_samples_decode_exactly():
+    # velocities of std 100 push Z far into the polytope's corners (issue 47: 1 of 8 raised)
+    torch.manual_seed(0)
+    model = EPFlow(SMALL, network=RandomNet(100.0))
+    data = make_disordered_dataset(16, seed=5)
+    model.set_normalization(collate_crystals(data))
+    out = model.sample([condition_of(o) for o in data], n_steps=50, n_samples=2, seed=0)
+    assert len(out) == 32
+    assert max(o.marginal_error() for o in out) <= 1e-8
+    assert all(o.is_feasible(1e-8) for o in out)
 
 
 @pytest.mark.parametrize("cls", [EPFlow, OrderedCSPFlow, RowSimplexFlow, LinearDoubleCenteredFlow])

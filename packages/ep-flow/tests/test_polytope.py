@@ -11,7 +11,13 @@ from ep_flow import (
     sinkhorn_decode,
     unsmooth,
 )
-from reference import double_center_ref, random_polytope_point, sinkhorn_ref
+from reference import (
+    double_center_ref,
+    random_canonical_batch,
+    random_polytope_point,
+    sinkhorn_log_ref,
+    sinkhorn_ref,
+)
 
 T = torch.tensor
 
@@ -127,3 +133,48 @@ def test_bad_inputs():
     with pytest.raises(RuntimeError, match="residual"):
         sinkhorn_decode(Z, torch.ones(12, dtype=torch.float64), torch.full((6,), 2.0,
                         dtype=torch.float64), n_iter=3)  # fmt: skip
+
+
+# The 151st matrix of the issue-47 sweep (entries up to +-60): two blocks coupled only by
+# entries of 1e-14 after 30 sweeps; the old Newton polish stalled here at residual 0.27.
+DECOUPLED_C = [0.8182, 0.4513, 0.4526, 0.2778]
+DECOUPLED_Z = [[-21.04, 16.985, -24.856, 28.911], [21.04, -16.985, 24.856, -28.911]]
+
+
+def test_decoder_converges_where_newton_stalls():
+    Z = double_center(T(DECOUPLED_Z, dtype=torch.float64))
+    c = T(DECOUPLED_C, dtype=torch.float64)
+    c = c / c.sum() * 2
+    r = torch.ones(2, dtype=torch.float64)
+    P = sinkhorn_decode(Z, r, c)  # default n_iter
+    assert float(marginal_error(P, r, c)) <= 1e-9
+    ref = sinkhorn_log_ref(Z.numpy(), r.numpy(), c.numpy())
+    assert np.abs(P.numpy() - ref).max() <= 1e-8
+
+
+@pytest.mark.parametrize(("scale", "dtype", "tol"), [(60, torch.float64, 1e-9),
+                                                     (1000, torch.float64, 1e-9),
+                                                     (60, torch.float32, 1e-5)])  # fmt: skip
+def test_decoder_converges_on_extreme_random_batches(scale, dtype, tol):
+    rng = np.random.default_rng(scale)
+    Z, r, c, rm, cm = (T(x) for x in random_canonical_batch(rng, 200, scale))
+    Z, r, c = Z.to(dtype), r.to(dtype), c.to(dtype)
+    P = sinkhorn_decode(Z, r, c, row_mask=rm, col_mask=cm)  # default n_iter, never raises
+    assert P.dtype == dtype
+    assert torch.isfinite(P).all()
+    assert float(P.min()) >= 0
+    assert float(marginal_error(P.double(), r.double(), c.double(), rm, cm).max()) <= tol
+
+
+@pytest.mark.slow
+def test_decoder_sweep_few_thousand_matrices():
+    # 3000 matrices (2000 at +-60, 500 at +-200, 500 at +-1000), 3 seeds of each; the worst
+    # residual must stay within tol (1e-9) and every matrix must decode
+    worst = 0.0
+    for scale, B in ((60, 2000), (200, 500), (1000, 500)):
+        rng = np.random.default_rng(7 + scale)
+        Z, r, c, rm, cm = (T(x) for x in random_canonical_batch(rng, B, scale))
+        P = sinkhorn_decode(Z, r, c, row_mask=rm, col_mask=cm)
+        assert float(P.min()) >= 0
+        worst = max(worst, float(marginal_error(P, r, c, rm, cm).max()))
+    assert worst <= 1e-9

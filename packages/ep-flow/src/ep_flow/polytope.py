@@ -162,16 +162,40 @@ def marginal_error(
     return e[0] if squeeze else e
 
 
+def _sweep(
+    L: Tensor, b: Tensor, log_r: Tensor, log_c: Tensor, rm: Tensor, cm: Tensor
+) -> tuple[Tensor, Tensor]:
+    """One log-domain Sinkhorn sweep (exact block minimisation of the dual, never increases it).
+
+    ``a <- log r - logsumexp_rows(Z + 1 b^T)``, ``b <- log c - logsumexp_cols(Z + a 1^T)``.
+    """
+    a = torch.where(rm, log_r - torch.logsumexp(L + b.unsqueeze(1), dim=2), torch.zeros_like(log_r))
+    b = torch.where(cm, log_c - torch.logsumexp(L + a.unsqueeze(2), dim=1), torch.zeros_like(log_c))
+    return a, b
+
+
 def _sinkhorn_log(
-    L: Tensor, rr: Tensor, cc: Tensor, rm: Tensor, cm: Tensor, n_iter: int, tol: float
+    L: Tensor,
+    rr: Tensor,
+    cc: Tensor,
+    rm: Tensor,
+    cm: Tensor,
+    n_iter: int,
+    tol: float,
+    patience: int | None = None,
 ) -> tuple[Tensor, Tensor]:
     """Log-domain Sinkhorn on log-kernel L (-inf = structural zero). Returns (P, residual).
 
-    Plain Sinkhorn sweeps converge slowly (linearly, at a rate that degrades as the solution
-    approaches the polytope's boundary). After a short warm-up the same fixed point is
-    polished with damped Newton steps on the convex dual
-    ``f(a, b) = sum exp(L + a 1^T + 1 b^T) - r.a - c.b`` (its stationary point is exactly the
-    Sinkhorn scaling); each Newton step counts as one of the ``n_iter`` iterations.
+    Minimises the convex dual ``f(a, b) = sum exp(L + a 1^T + 1 b^T) - r.a - c.b`` (its
+    stationary point is exactly the Sinkhorn scaling). Plain sweeps converge linearly, at a
+    rate that degrades near the polytope's boundary; damped Newton steps converge fast but stall
+    when the Hessian is nearly singular (two blocks of the matrix coupled only by entries of
+    1e-14). Every iteration therefore does both: a regularised Newton step (accepted per item
+    only if it decreases ``f``), then a Sinkhorn sweep, which always decreases ``f``; so the
+    iteration converges whenever plain Sinkhorn does, and quadratically near the solution.
+    The work is done in float64 whatever the input dtype. ``patience`` (for kernels with
+    structural zeros, whose support may be infeasible): stop when the worst residual has not
+    halved within that many iterations.
     """
     neg = torch.tensor(float("-inf"), dtype=L.dtype, device=L.device)
     w = rm.unsqueeze(2) & cm.unsqueeze(1)
@@ -180,20 +204,24 @@ def _sinkhorn_log(
     log_c = torch.where(cm, torch.log(torch.where(cm, cc, torch.ones_like(cc))), neg)
     a = torch.zeros_like(rr)
     b = torch.zeros_like(cc)
-    warm = min(n_iter, 30)
-    for _ in range(warm):
-        # a <- log r - logsumexp_rows(Z + 1 b^T); b <- log c - logsumexp_cols(Z + a 1^T)
-        a = torch.where(rm, log_r - torch.logsumexp(L + b.unsqueeze(1), dim=2), torch.zeros_like(a))
-        b = torch.where(cm, log_c - torch.logsumexp(L + a.unsqueeze(2), dim=1), torch.zeros_like(b))
-    P, res = _scaled(L, a, b, rr, cc, rm, cm)
-    for _ in range(n_iter - warm):
-        if bool((res <= tol).all()):
-            break
-        a_new, b_new = _newton_step(L, a, b, rr, cc, rm, cm)
-        if bool(torch.equal(a_new, a)) and bool(torch.equal(b_new, b)):
-            break  # no item can improve: infeasible support or at round-off
-        a, b = a_new, b_new
+    best, since = float("inf"), 0
+    res = torch.full_like(rr[:, 0], float("inf"))
+    for k in range(n_iter):
+        if k >= 10:  # Newton on the items not yet converged only
+            act = (res > tol).nonzero().squeeze(1)
+            na, nb = _newton_step(L[act], a[act], b[act], rr[act], cc[act], rm[act], cm[act])
+            a, b = a.index_put((act,), na), b.index_put((act,), nb)
+        a_new, b_new = _sweep(L, b, log_r, log_c, rm, cm)
+        a = torch.where(torch.isfinite(a_new), a_new, a)  # a row with no support keeps its a
+        b = torch.where(torch.isfinite(b_new), b_new, b)
         P, res = _scaled(L, a, b, rr, cc, rm, cm)
+        worst = float(res.max())
+        if worst <= tol:
+            break
+        if patience is not None:
+            best, since = (worst, 0) if worst < 0.5 * best else (best, since + 1)
+            if since >= patience:
+                break
     return P, res
 
 
@@ -205,42 +233,49 @@ def _scaled(
     return P, torch.where(torch.isfinite(res), res, torch.full_like(res, float("inf")))
 
 
-def _dual(L: Tensor, a: Tensor, b: Tensor, rr: Tensor, cc: Tensor) -> Tensor:
-    P = torch.exp(L + a.unsqueeze(2) + b.unsqueeze(1))
-    return P.sum((1, 2)) - (rr * a).sum(1) - (cc * b).sum(1)
+MU_FACTOR = 1e-2  # mu = 0.01 |grad|_inf: 1 needed ~2000 iterations at +-1000, 0.01 about 50
+N_HALVINGS = 30  # backtracking depth: steps down to 2^-29 of the (regularised) Newton step
 
 
 def _newton_step(
     L: Tensor, a: Tensor, b: Tensor, rr: Tensor, cc: Tensor, rm: Tensor, cm: Tensor
 ) -> tuple[Tensor, Tensor]:
-    """One damped Newton step on the dual, per item (backtracking until f decreases)."""
+    """One regularised Newton step on the dual per item, with a vectorised Armijo backtracking.
+
+    The Hessian is ``[[diag(P 1), P], [P^T, diag(P^T 1)]]`` plus the gauge direction
+    ``(1, -1)`` (the dual is flat along ``(a + t, b - t)``) and ``mu I`` with
+    ``mu = 0.01 |grad|_inf`` (Levenberg-Marquardt style): far from the solution the step is
+    bounded (about 100 units of log-scale along nearly decoupled directions, where the plain
+    Newton step is ~1e14), near it ``mu -> 0`` and the step is Newton's. All step lengths
+    ``2^-j`` are tried in one batched evaluation (no per-halving host synchronisation); an item
+    whose every trial increases ``f`` keeps its ``(a, b)``.
+    """
     B, N, M = L.shape
     P = torch.exp(L + a.unsqueeze(2) + b.unsqueeze(1))
-    g = torch.cat([(P.sum(2) - rr) * rm, (P.sum(1) - cc) * cm], 1)
-    H = torch.zeros(B, N + M, N + M, dtype=L.dtype, device=L.device)
-    H[:, :N, :N] = torch.diag_embed(torch.where(rm, P.sum(2), torch.ones_like(rr)))
-    H[:, N:, N:] = torch.diag_embed(torch.where(cm, P.sum(1), torch.ones_like(cc)))
+    rs, cs = P.sum(2), P.sum(1)
+    g = torch.cat([(rs - rr) * rm, (cs - cc) * cm], 1)
+    mu = MU_FACTOR * g.abs().amax(1)
+    diag = torch.cat([torch.where(rm, rs, torch.ones_like(rr)),
+                      torch.where(cm, cs, torch.ones_like(cc))], 1)  # fmt: skip
+    H = torch.diag_embed(diag + mu[:, None] + 1e-12)
     H[:, :N, N:] = P
     H[:, N:, :N] = P.transpose(1, 2)
     v = torch.cat([rm.to(L.dtype), -cm.to(L.dtype)], 1)  # the gauge direction (a + t, b - t)
     H = H + v.unsqueeze(2) * v.unsqueeze(1)
-    scale = H.diagonal(dim1=1, dim2=2).abs().amax(1).clamp_min(1.0)
-    H = H + 1e-13 * scale[:, None, None] * torch.eye(N + M, dtype=L.dtype, device=L.device)
     step = -torch.linalg.solve(H, g.unsqueeze(2)).squeeze(2)
     step = torch.nan_to_num(step, nan=0.0, posinf=0.0, neginf=0.0)
-    f0 = _dual(L, a, b, rr, cc)
-    alpha = torch.ones(B, dtype=L.dtype, device=L.device)
-    for _ in range(30):  # backtracking per item
-        na = a + alpha[:, None] * step[:, :N]
-        nb = b + alpha[:, None] * step[:, N:]
-        f1 = _dual(L, na, nb, rr, cc)
-        bad = ~(f1 <= f0 + 1e-12 * f0.abs())
-        if not bool(bad.any()):
-            break
-        alpha = torch.where(bad, alpha / 2, alpha)
-    bad = ~(_dual(L, na, nb, rr, cc) <= f0 + 1e-12 * f0.abs())
-    na = torch.where(bad[:, None], a, na)
-    nb = torch.where(bad[:, None], b, nb)
+    alphas = 0.5 ** torch.arange(N_HALVINGS, dtype=L.dtype, device=L.device)  # (J,)
+    na = a[:, None] + alphas[None, :, None] * step[:, None, :N]  # (B, J, N)
+    nb = b[:, None] + alphas[None, :, None] * step[:, None, N:]
+    Pj = torch.exp(L[:, None] + na.unsqueeze(3) + nb.unsqueeze(2))
+    f1 = Pj.sum((2, 3)) - (rr[:, None] * na).sum(2) - (cc[:, None] * nb).sum(2)  # (B, J)
+    f0 = P.sum((1, 2)) - (rr * a).sum(1) - (cc * b).sum(1)
+    slope = (g * step).sum(1)  # < 0 for a descent direction
+    ok = (f1 <= f0[:, None] + 1e-4 * alphas[None] * slope[:, None]) & torch.isfinite(f1)
+    take = ok.any(1, keepdim=True)
+    idx = ok.to(torch.int8).argmax(1)[:, None, None]  # the longest step that passes
+    na = torch.where(take, na.gather(1, idx.expand(B, 1, N))[:, 0], a)
+    nb = torch.where(take, nb.gather(1, idx.expand(B, 1, M))[:, 0], b)
     return na * rm, nb * cm
 
 
@@ -256,7 +291,11 @@ def sinkhorn_decode(
     """Inverse map D -> interior of T(r, c): ``P = exp(Z + a 1^T + 1 b^T)`` with Sinkhorn scalings.
 
     Log-domain iterations ``a <- log r - logsumexp_rows(Z + 1 b^T)``,
-    ``b <- log c - logsumexp_cols(Z + a 1^T)`` until the max marginal residual is <= ``tol``.
+    ``b <- log c - logsumexp_cols(Z + a 1^T)`` until the max marginal residual is <= ``tol``,
+    each preceded by a regularised Newton step on the same dual that is kept only where it
+    lowers the dual (so a stalled Newton step falls back to the plain sweep). Computed in
+    float64 whatever Z's dtype. Every Z converges: 3000 random canonical matrices with entries
+    up to +-60, +-200 and +-1000 decode within 1e-9 in at most ~60 iterations (tests).
 
     Args:
         Z: (N, M) or (B, N, M) canonical coordinates (any real matrix; only its double-centred
@@ -281,7 +320,10 @@ def sinkhorn_decode(
     rr, cc = _marginals(Zb, r, c, rm, cm)
     _check_marginals(rr, cc, rm, cm)
     tol = _default_tol(Zb.dtype) if tol is None else float(tol)
-    P, res = _sinkhorn_log(Zb, rr, cc, rm, cm, int(n_iter), tol)
+    f64 = torch.float64
+    P, _ = _sinkhorn_log(Zb.to(f64), rr.to(f64), cc.to(f64), rm, cm, int(n_iter), tol)
+    P = P.to(Zb.dtype)
+    res = marginal_error(P.detach().to(f64), rr.to(f64), cc.to(f64), rm, cm)
     if not bool((res <= tol).all()):
         raise RuntimeError(
             f"Sinkhorn did not converge: max marginal residual {float(res.max()):.3e} > tol "
@@ -341,7 +383,12 @@ def rebalance_on_support(
     Pc = Pb.clamp_min(0.0)
     neg = torch.tensor(float("-inf"), dtype=Pb.dtype, device=Pb.device)
     L = torch.where(Pc > 0, torch.log(torch.where(Pc > 0, Pc, torch.ones_like(Pc))), neg)
-    out, res = _sinkhorn_log(L, rr, cc, rm, cm, int(n_iter), tol)
+    f64 = torch.float64
+    out, _ = _sinkhorn_log(
+        L.to(f64), rr.to(f64), cc.to(f64), rm, cm, int(n_iter), tol, patience=200
+    )
+    out = out.to(Pb.dtype)
+    res = marginal_error(out.detach().to(f64), rr, cc, rm, cm)
     ok = (res <= tol) & torch.isfinite(out).flatten(1).all(1)
     out = torch.where(torch.isfinite(out), out, torch.zeros_like(out))
     return (out[0], ok[0]) if squeeze else (out, ok)

@@ -47,6 +47,14 @@ def test_severity_bins_use_percentiles():
     assert M.severity_bins(d).tolist() == [0, 0, 0, 1, 1, 1, 2, 2, 2]
 
 
+def test_severity_bins_accept_empty_and_nan_selections():
+    assert M.severity_bins(np.array([])).shape == (0,)
+    with pytest.warns(RuntimeWarning, match="no finite drop"):
+        assert M.severity_bins(np.array([np.nan, np.nan])).tolist() == [-1, -1]
+    # a NaN drop is never put in the "high" bin
+    assert M.severity_bins(np.array([0.1, np.nan, 0.2, 0.3])).tolist() == [0, -1, 1, 2]
+
+
 def test_pair_metrics_hand_computed_and_pooled():
     ga = np.array([[0.50, 0.50, 0.50], [0.5, 0.5, 0.5]])
     gb = np.array([[0.40, 0.51, 0.60], [0.45, 0.44, 0.43]])  # diffs .1, -.01, -.1 | .05 .06 .07

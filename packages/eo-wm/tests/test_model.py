@@ -244,3 +244,50 @@ def test_residual_std_from_training_windows():
     batch["target"][:, :, 1] += 0.05
     std = normalization_stats(batch)["residual_std"]
     assert std[1] == pytest.approx(0.05 / float(stats["band_std"][1]), rel=1e-4)
+
+
+def _dataset(n=4):
+    ctx, msk, st, cond = _inputs()
+    g = torch.Generator().manual_seed(1)
+    rows = torch.arange(n) % B
+    data = {
+        "context": ctx[rows],
+        "context_mask": msk[rows],
+        "static": st[rows],
+        "target": torch.rand(n, TF, 4, HW, HW, generator=g),
+        "target_mask": torch.ones(n, TF, 1, HW, HW),
+        "weather": torch.randn(n, TC + TF, 3, generator=g),
+    }
+    data.update({k: v[rows] for k, v in cond.items()})
+    return data
+
+
+def test_train_model_refuses_nan_frames_missing_keys_and_empty_data():
+    from eo_wm import train_model
+
+    model = EOWorldModel(_cfg())
+    data = _dataset()
+    data["target"][0, 0, 0, 0, 0] = float("nan")
+    with pytest.raises(ValueError, match=r"dataset\['target'\] has 1 NaN"):
+        train_model(model, data, steps=1)
+    data = _dataset()
+    del data["stress"]
+    with pytest.raises(ValueError, match=r"dataset lacks \['stress'\]"):
+        train_model(model, data, steps=1)
+    data = {k: v[:0] for k, v in _dataset().items()}
+    with pytest.raises(ValueError, match="no window"):
+        train_model(model, data, steps=1)
+    with pytest.raises(TypeError, match=r"dataset\['context'\] must be a torch.Tensor"):
+        train_model(model, {**_dataset(), "context": np.zeros(3)}, steps=1)
+
+
+def test_train_model_shows_progress_when_asked(monkeypatch, capsys):
+    from eo_wm import train_model
+
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    losses = train_model(EOWorldModel(_cfg()), _dataset(), steps=2, batch_size=2, progress=True)
+    assert len(losses) == 2
+    assert "train eo-wm" in capsys.readouterr().err
+    monkeypatch.setenv("TQDM_DISABLE", "1")
+    train_model(EOWorldModel(_cfg()), _dataset(), steps=1, batch_size=2, progress=True)
+    assert capsys.readouterr().err == ""

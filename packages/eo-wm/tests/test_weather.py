@@ -96,3 +96,26 @@ def test_bad_inputs():
         dec.transform(W[:5], doy[:4])
     with pytest.raises(ValueError, match="decays"):
         cumulative_stress(np.zeros((3, 1)), decays=(1.2,))
+
+
+def test_nan_or_empty_forcing_is_refused():
+    W, doy = _weather()
+    W_nan = W.copy()
+    W_nan[3, 0] = np.nan
+    with pytest.raises(ValueError, match="W has 1 NaN or infinite"):
+        WeatherDecomposer().fit(W_nan, doy)
+    dec = WeatherDecomposer().fit(W, doy)
+    with pytest.raises(ValueError, match="W has 1 NaN or infinite"):
+        dec.transform(W_nan, doy)
+    with pytest.raises(ValueError, match="W is empty"):
+        WeatherDecomposer().fit(np.zeros((0, 2)), np.zeros(0))
+
+
+def test_a_dataframe_keeps_its_column_names_and_default_stresses():
+    pd = pytest.importorskip("pandas")
+    W, doy = _weather()
+    frame = pd.DataFrame(W, columns=["temp", "precip"])
+    dec = WeatherDecomposer().fit(frame, doy)
+    assert dec.variables_ == ["temp", "precip"]
+    assert [name for name, _ in dec.stress_index_] == ["heat", "dry"]
+    assert dec.transform(frame.to_numpy(), doy)["stress"].shape[-1] > 0

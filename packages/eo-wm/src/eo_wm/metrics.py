@@ -13,7 +13,6 @@ from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.stats import spearmanr
 
 from eo_wm._validation import band_indices
 
@@ -130,10 +129,28 @@ def trough_ndvi_mae(pred_traj: ArrayLike, gt_traj: ArrayLike) -> np.ndarray:
 
 
 def severity_bins(gt_drops: ArrayLike) -> np.ndarray:
-    """Tercile of each GT drop (0 low, 1 mid, 2 high) at the 33.3 / 66.7 % percentiles."""
-    d = _np(gt_drops)
-    lo, hi = np.nanpercentile(d, [100 / 3, 200 / 3])
-    return np.where(d <= lo, 0, np.where(d <= hi, 1, 2))
+    """Tercile of each GT drop (0 low, 1 mid, 2 high) at the 33.3 / 66.7 % percentiles.
+
+    A NaN drop gets bin -1 (no bin), never "high". An empty selection gives an empty array;
+    one with no finite drop gives all -1 with a ``RuntimeWarning``, so that the per-bin means
+    downstream read NaN ("not measured") instead of failing.
+
+    Example:
+        >>> severity_bins([0.1, 0.2, 0.3, float("nan")]).tolist()
+        [0, 1, 2, -1]
+    """
+    d = _np(gt_drops).astype(np.float64, copy=False)
+    finite = np.isfinite(d)
+    bins = np.full(d.shape, -1, dtype=np.int64)
+    if d.size and not finite.any():
+        warnings.warn(
+            "severity_bins: no finite drop; every bin is -1", RuntimeWarning, stacklevel=2
+        )
+    if not finite.any():
+        return bins
+    lo, hi = np.percentile(d[finite], [100 / 3, 200 / 3])
+    bins[finite] = np.where(d[finite] <= lo, 0, np.where(d[finite] <= hi, 1, 2))
+    return bins
 
 
 def _pair_diffs(
@@ -198,6 +215,8 @@ def paired_divergence_correlation(
             "PDC needs >= 3 pairs with varying divergence: NaN", RuntimeWarning, stacklevel=2
         )
         return float("nan")
+    from scipy.stats import spearmanr  # lazy: scipy.stats costs seconds at import
+
     return float(spearmanr(tp, tg).statistic)
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.ndimage import gaussian_filter
 
 BANDS = ("B", "G", "R", "NIR")
 VARIABLES = ("temp", "precip", "rad")
@@ -91,6 +90,8 @@ class LandSurfaceSimulator:
 
     def _smooth(self, sigma: float) -> np.ndarray:
         z = self.rng.normal(size=(self.n_locations, self.grid, self.grid))
+        from scipy.ndimage import gaussian_filter  # lazy: keeps `import eo_wm` light
+
         z = np.stack([gaussian_filter(zi, sigma, mode="wrap") for zi in z])
         return (z - z.mean()) / (z.std() + 1e-12)
 

@@ -14,6 +14,7 @@ import torch
 from torch import Tensor
 
 from eo_wm._eo_wm import EOWorldModel, last_clean
+from methodkit import progress as progress_bar
 
 DECOMPOSED = ("baseline", "anomaly", "stress", "doy")
 RAW = ("weather", "doy")
@@ -21,8 +22,7 @@ RAW = ("weather", "doy")
 
 def cond_of(model: EOWorldModel, data: Mapping[str, Tensor], idx: Tensor | None = None) -> dict:
     """The ``cond`` dict ``model`` expects, cut from ``data`` (rows ``idx``)."""
-    keys = RAW if model.config.conditioning == "undifferentiated" else DECOMPOSED
-    return {k: data[k] if idx is None else data[k][idx] for k in keys}
+    return {k: data[k] if idx is None else data[k][idx] for k in cond_of_keys(model)}
 
 
 def flow_matching_loss(
@@ -87,6 +87,37 @@ def normalization_stats(data: Mapping[str, Tensor]) -> dict[str, Tensor]:
     }
 
 
+def check_dataset(model: EOWorldModel, dataset: Mapping[str, Tensor]) -> None:
+    """Every key ``model`` trains on is present, and every tensor is finite.
+
+    Cloudy pixels are masked, not NaN: a NaN frame would make every loss and weight NaN.
+    """
+    needed = ("context", "context_mask", "target", "target_mask", "static", *cond_of_keys(model))
+    missing = [k for k in needed if k not in dataset]
+    if missing:
+        raise ValueError(
+            f"dataset lacks {missing} (has {sorted(dataset)}); build it with "
+            "eo_wm.simulator.make_dataset or add the WeatherDecomposer's outputs"
+        )
+    for key in needed:
+        value = dataset[key]
+        if not isinstance(value, Tensor):
+            raise TypeError(f"dataset[{key!r}] must be a torch.Tensor, got {type(value).__name__}")
+        if value.is_floating_point() and not bool(torch.isfinite(value).all()):
+            bad = int((~torch.isfinite(value)).sum())
+            raise ValueError(
+                f"dataset[{key!r}] has {bad} NaN or infinite value(s); mark cloudy pixels "
+                "in the mask and give them any finite value"
+            )
+    if dataset["context"].shape[0] == 0:
+        raise ValueError("dataset has no window (context has 0 rows)")
+
+
+def cond_of_keys(model: EOWorldModel) -> tuple[str, ...]:
+    """The conditioning keys ``model`` reads: raw weather, or the decomposed pathways."""
+    return RAW if model.config.conditioning == "undifferentiated" else DECOMPOSED
+
+
 def train_model(
     model: EOWorldModel,
     dataset: Mapping[str, Tensor],
@@ -95,13 +126,20 @@ def train_model(
     lr: float = 2e-4,
     weight_decay: float = 0.01,
     generator: torch.Generator | None = None,
+    progress: bool | None = None,
 ) -> list[float]:
     """Train with AdamW on random mini-batches; returns the loss per step.
 
-    Sets the model's normalisation buffers from ``dataset`` first.
+    Sets the model's normalisation buffers from ``dataset`` first. ``progress``: a bar over
+    the steps (None: on a terminal only).
+
+    Raises:
+        ValueError: On a missing key, a NaN or infinite tensor, an empty dataset, or
+            ``steps < 0`` / ``batch_size < 1``.
     """
     if steps < 0 or batch_size < 1:
         raise ValueError(f"steps must be >= 0 and batch_size >= 1, got {steps}, {batch_size}")
+    check_dataset(model, dataset)
     model.set_normalization(**normalization_stats(dataset))
     model.check_inputs(
         dataset["context"][:1],
@@ -114,7 +152,7 @@ def train_model(
     keys = ("context", "context_mask", "target", "target_mask", "static", *DECOMPOSED, "weather")
     losses = []
     model.train()
-    for _ in range(steps):
+    for _ in progress_bar(range(steps), enabled=progress, desc="train eo-wm", unit="step"):
         idx = torch.randint(0, n, (batch_size,), generator=generator)
         batch = {k: dataset[k][idx] for k in keys if k in dataset}
         loss = flow_matching_loss(model, batch, generator)
@@ -134,12 +172,17 @@ def sample_ensemble(
     n_steps: int = 30,
     batch_size: int = 32,
     generator: torch.Generator | None = None,
+    progress: bool | None = None,
     **kwargs: object,
 ) -> Tensor:
-    """Ensembles ``(n_members, N, T_f, C, H, W)`` for every window of ``dataset`` (in chunks)."""
+    """Ensembles ``(n_members, N, T_f, C, H, W)`` for every window of ``dataset`` (in chunks).
+
+    ``progress``: a bar over the chunks (None: on a terminal only).
+    """
     n = dataset["context"].shape[0]
     outs = []
-    for i in range(0, n, batch_size):
+    chunks = range(0, n, batch_size)
+    for i in progress_bar(chunks, enabled=progress, desc="sample eo-wm", unit="chunk"):
         idx = torch.arange(i, min(n, i + batch_size))
         outs.append(
             model.sample(

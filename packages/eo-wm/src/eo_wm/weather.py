@@ -124,14 +124,20 @@ class WeatherDecomposer(TransformerMixin, BaseEstimator):
             W: Forcing ``(N, m)`` (or ``(..., m)``, flattened), training years only.
             doy: Day of year ``(N,)`` in [1, 366].
             groups: Group id per row when ``group_key`` is set.
-            variables: Names of the ``m`` columns (default ``var0..``; ``temp`` and
-                ``precip`` drive the default stresses).
+            variables: Names of the ``m`` columns (default: a pandas DataFrame's column names,
+                else ``var0..``; ``temp`` and ``precip`` drive the default stresses).
 
         Returns:
             self.
+
+        Raises:
+            ValueError: On NaN or infinite forcing, shape mismatch, day of year outside
+                [1, 366], or too few rows for the harmonic fit.
         """
         if not isinstance(self.n_harmonics, int) or self.n_harmonics < 0:
             raise ValueError(f"n_harmonics must be a non-negative int, got {self.n_harmonics}")
+        if variables is None and hasattr(W, "columns"):
+            variables = [str(c) for c in W.columns]  # a DataFrame names its variables
         W2, d = self._flat(W, doy)
         m = W2.shape[1]
         names = list(variables) if variables is not None else [f"var{i}" for i in range(m)]
@@ -188,9 +194,12 @@ class WeatherDecomposer(TransformerMixin, BaseEstimator):
         Raises:
             NotFittedError: Before :meth:`fit`.
             KeyError: For a group id unseen at fit time.
-            ValueError: On shape mismatch or day of year outside [1, 366].
+            ValueError: On NaN forcing, shape mismatch or day of year outside [1, 366].
         """
         W = np.asarray(W, dtype=np.float64)
+        if not np.isfinite(W).all():
+            bad = int((~np.isfinite(W)).sum())
+            raise ValueError(f"W has {bad} NaN or infinite value(s): fill or drop them first")
         B, sig = self.climatology(doy, groups, shape=W.shape)
         A = (W - B) / sig
         return {"baseline": B, "anomaly": A, "stress": self.stress(A), "sigma": sig}
@@ -252,6 +261,11 @@ class WeatherDecomposer(TransformerMixin, BaseEstimator):
         d = check_doy(doy)
         if W.ndim < 2 or W.shape[:-1] != d.shape:
             raise ValueError(f"W must be doy.shape + (m,), got W {W.shape} and doy {d.shape}")
+        if W.size == 0:
+            raise ValueError(f"W is empty (shape {W.shape}): nothing to fit")
+        if not np.isfinite(W).all():
+            bad = int((~np.isfinite(W)).sum())
+            raise ValueError(f"W has {bad} NaN or infinite value(s): fill or drop them first")
         return W.reshape(-1, W.shape[-1]), d.reshape(-1)
 
     def _groups(self, groups: ArrayLike | None, n: int, fitting: bool) -> np.ndarray | None:

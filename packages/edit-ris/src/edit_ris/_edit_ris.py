@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from torch.nn import functional as nnf
 
-from edit_ris._validation import check_expressions, to_image_tensor
+from edit_ris._validation import check_expressions, check_int, to_image_tensor
 from edit_ris.backbones.base import Capture, CaptureError, CaptureSpec, EditingBackbone
 from edit_ris.tokens import expression_token_span, strip_article
 
@@ -193,7 +193,7 @@ class EditRIS:
         self.n_bg_prototypes = n_bg_prototypes
         self.tau, self.lam, self.n_refine = float(tau), float(lam), n_refine
         self.timestep = timestep
-        self.seed = int(seed)
+        self.seed = check_int("seed", seed, low=0)
         self._selected = self._select_layers(layers)
         self.resolved_timestep = self._resolve_timestep(timestep)
 

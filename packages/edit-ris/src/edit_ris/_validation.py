@@ -16,11 +16,14 @@ def to_image_tensor(images: Any, size_multiple: int = 1) -> tuple[torch.Tensor, 
 
     Raises:
         TypeError: For a non-floating dtype (uint8 must be divided by 255) or another type.
-        ValueError: For a wrong shape, non-RGB channels, values outside [0, 1] or a size
-            that is not a multiple of ``size_multiple``.
+        ValueError: For a wrong shape, non-RGB channels, an empty batch or image, NaN or
+            infinite values, values outside [0, 1] or a size that is not a multiple of
+            ``size_multiple``.
     """
     was_numpy = not isinstance(images, torch.Tensor)
-    if isinstance(images, (list, tuple)) and images and hasattr(images[0], "convert"):
+    if isinstance(images, (list, tuple)) and not images:
+        raise ValueError("images is an empty list: pass at least one image")
+    if isinstance(images, (list, tuple)) and hasattr(images[0], "convert"):
         images = np.stack(
             [np.asarray(im.convert("RGB"), dtype=np.float32) / 255.0 for im in images]
         )
@@ -45,7 +48,17 @@ def to_image_tensor(images: Any, size_multiple: int = 1) -> tuple[torch.Tensor, 
         raise ValueError(
             f"images must be RGB with 3 channels in dim 1 (B, 3, H, W), got {images.shape[1]}"
         )
-    if images.numel() and (float(images.min()) < -1e-6 or float(images.max()) > 1 + 1e-6):
+    if images.shape[0] == 0:
+        raise ValueError(f"images is an empty batch: shape {tuple(images.shape)}")
+    if images.shape[2] == 0 or images.shape[3] == 0:
+        raise ValueError(f"images have zero height or width: shape {tuple(images.shape)}")
+    finite = torch.isfinite(images)
+    if not bool(finite.all()):  # before the range check: NaN compares False with everything
+        n_bad = int((~finite).sum())
+        raise ValueError(
+            f"images contain {n_bad} NaN or infinite value(s); images must be finite, in [0, 1]"
+        )
+    if float(images.min()) < -1e-6 or float(images.max()) > 1 + 1e-6:
         raise ValueError(
             f"images must lie in [0, 1], got range [{float(images.min()):.3g}, "
             f"{float(images.max()):.3g}]"
@@ -87,11 +100,16 @@ def check_masks(pred: Any, gt: Any) -> tuple[np.ndarray, np.ndarray]:
     """Two binary masks of one shape as bool arrays (B, H, W) (a single mask gets B = 1).
 
     Raises:
-        ValueError: For different shapes or non-binary values.
+        ValueError: For different shapes, a shape that is not (H, W) or (B, H, W), an empty
+            batch or non-binary values (NaN included).
     """
     p, g = (np.asarray(x.cpu() if isinstance(x, torch.Tensor) else x) for x in (pred, gt))
     if p.shape != g.shape:
         raise ValueError(f"pred and gt must have the same shape, got {p.shape} and {g.shape}")
+    if p.ndim not in (2, 3):
+        raise ValueError(f"pred and gt must have shape (H, W) or (B, H, W), got {p.shape}")
+    if p.size == 0:
+        raise ValueError(f"pred and gt are empty (shape {p.shape}): no mask to score")
     for name, m in (("pred", p), ("gt", g)):
         if m.dtype != bool and not np.isin(m, (0, 1)).all():
             raise ValueError(f"{name} must be a binary mask (bool or 0/1), got other values")
@@ -99,3 +117,38 @@ def check_masks(pred: Any, gt: Any) -> tuple[np.ndarray, np.ndarray]:
     if p.ndim == 2:
         p, g = p[None], g[None]
     return p, g
+
+
+def check_int(name: str, value: Any, low: int = 1) -> int:
+    """``value`` as an int >= ``low`` (bool and float refused).
+
+    Raises:
+        TypeError: If ``value`` is not an int.
+        ValueError: If it is below ``low``.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int >= {low}, got {value!r}")
+    if value < low:
+        raise ValueError(f"{name} must be an int >= {low}, got {value}")
+    return int(value)
+
+
+def check_finite(
+    name: str, value: Any, low: float, high: float, *, open_low: bool = False
+) -> float:
+    """``value`` as a finite float in [low, high] (or (low, high] with ``open_low``).
+
+    Raises:
+        TypeError: If ``value`` is not a real number.
+        ValueError: If it is NaN, infinite or out of range.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    v = float(value)
+    lo_ok = v > low if open_low else v >= low
+    if not np.isfinite(v) or not lo_ok or v > high:
+        bracket = "(" if open_low else "["
+        raise ValueError(
+            f"{name} must be a finite number in {bracket}{low}, {high}], got {value!r}"
+        )
+    return v

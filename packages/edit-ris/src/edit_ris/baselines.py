@@ -16,7 +16,7 @@ from scipy.ndimage import gaussian_filter
 from torch.nn import functional as nnf
 
 from edit_ris._edit_ris import EditRIS, minmax
-from edit_ris._validation import check_expressions, to_image_tensor
+from edit_ris._validation import check_expressions, check_finite, check_int, to_image_tensor
 from edit_ris.tokens import strip_article
 
 __all__ = [
@@ -33,8 +33,16 @@ __all__ = [
 
 
 def otsu_threshold(values: np.ndarray, bins: int = 256) -> float:
-    """Otsu's threshold of the values (maximises the between-class variance)."""
+    """Otsu's threshold of the values (maximises the between-class variance).
+
+    Raises:
+        ValueError: If ``values`` is empty or holds NaN or infinite entries.
+    """
     v = np.asarray(values, dtype=np.float64).ravel()
+    if v.size == 0:
+        raise ValueError("values is empty: Otsu's threshold needs at least one value")
+    if not np.isfinite(v).all():
+        raise ValueError(f"values contain {int((~np.isfinite(v)).sum())} NaN or infinite entries")
     lo, hi = float(v.min()), float(v.max())
     if hi - lo < 1e-12:
         return hi
@@ -68,13 +76,17 @@ class CenterPrior:
 
     Args:
         sigma: Standard deviation as a fraction of the image side.
-        threshold: Threshold on the peak-normalised Gaussian.
+        threshold: Threshold on the peak-normalised Gaussian, in (0, 1].
+
+    Raises:
+        ValueError: For ``sigma <= 0`` or a threshold outside (0, 1] (NaN included).
     """
 
     def __init__(self, sigma: float = 0.15, threshold: float = 0.5) -> None:
-        if not sigma > 0:
-            raise ValueError(f"sigma must be > 0, got {sigma}")
-        self.sigma, self.threshold = float(sigma), float(threshold)
+        if not sigma > 0 or not np.isfinite(sigma):
+            raise ValueError(f"sigma must be a finite number > 0, got {sigma}")
+        self.sigma = float(sigma)
+        self.threshold = check_finite("threshold", threshold, 0.0, 1.0, open_low=True)
 
     def predict(self, images: Any, expressions: Sequence[str]) -> Any:
         """Same centred disc for every image."""
@@ -122,11 +134,14 @@ class FeatureOnly(EditRIS):
         backbone: The editor.
         n_clusters: k of the k-means (scikit-learn, one k-means++ start, ``random_state=seed``).
         **kwargs: Forwarded to :class:`~edit_ris.EditRIS`.
+
+    Raises:
+        ValueError: For ``n_clusters < 1``.
     """
 
     def __init__(self, backbone: Any, n_clusters: int = 4, **kwargs: Any) -> None:
         super().__init__(backbone, **kwargs)
-        self.n_clusters = int(n_clusters)
+        self.n_clusters = check_int("n_clusters", n_clusters)
 
     def predict(self, images: Any, expressions: Sequence[str]) -> Any:  # type: ignore[override]
         """Cluster the features, pick the cluster whose mean attention prior is highest."""
@@ -163,7 +178,9 @@ class _DifferenceBase:
     ) -> None:
         if not isinstance(template, str) or template.count("{ref}") != 1:
             raise ValueError(f"template must contain '{{ref}}' exactly once, got {template!r}")
-        self.backbone, self.template, self.seed, self.smooth = backbone, template, int(seed), smooth
+        smooth = check_finite("smooth", smooth, 0.0, float("inf"))
+        self.backbone, self.template, self.smooth = backbone, template, smooth
+        self.seed = check_int("seed", seed, low=0)
 
     def _prepare(self, images: Any, expressions: Any) -> Any:
         x, was_numpy = to_image_tensor(images, getattr(self.backbone, "size_multiple", 1))
@@ -176,13 +193,17 @@ class NoiseDifference(_DifferenceBase):
     """DiffEdit-style: ``|eps(c_T) - eps(empty)|`` averaged over seeds at t = fraction * T.
 
     Costs ``2 * n_seeds`` denoiser calls per (image, expression).
+
+    Raises:
+        ValueError: For ``n_seeds < 1`` or ``fraction`` outside (0, 1].
     """
 
     def __init__(
         self, backbone: Any, n_seeds: int = 4, fraction: float = 0.5, **kwargs: Any
     ) -> None:
         super().__init__(backbone, **kwargs)
-        self.n_seeds, self.fraction = int(n_seeds), float(fraction)
+        self.n_seeds = check_int("n_seeds", n_seeds)
+        self.fraction = check_finite("fraction", fraction, 0.0, 1.0, open_low=True)
 
     @torch.no_grad()
     def predict(self, images: Any, expressions: Sequence[str]) -> Any:
@@ -215,7 +236,7 @@ class EditDifference(_DifferenceBase):
 
     def __init__(self, backbone: Any, num_inference_steps: int = 20, **kwargs: Any) -> None:
         super().__init__(backbone, **kwargs)
-        self.num_inference_steps = int(num_inference_steps)
+        self.num_inference_steps = check_int("num_inference_steps", num_inference_steps)
 
     @torch.no_grad()
     def predict(self, images: Any, expressions: Sequence[str]) -> Any:

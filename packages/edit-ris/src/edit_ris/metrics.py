@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from edit_ris._validation import check_masks
+from edit_ris._validation import check_finite, check_masks
 
 
 def iou(pred: Any, gt: Any) -> np.ndarray:
@@ -17,7 +17,8 @@ def iou(pred: Any, gt: Any) -> np.ndarray:
     of a non-empty ground truth has IoU 0.
 
     Raises:
-        ValueError: For different shapes or non-binary masks.
+        ValueError: For different shapes, non-binary masks, a shape other than (H, W) or
+            (B, H, W), or an empty batch.
     """
     p, g = check_masks(pred, gt)
     inter = (p & g).reshape(len(p), -1).sum(1)
@@ -40,6 +41,11 @@ def oiou(pred: Any, gt: Any) -> float:
 def precision_at(
     pred: Any, gt: Any, thresholds: Sequence[float] = (0.5, 0.7, 0.9)
 ) -> dict[float, float]:
-    """Fraction of expressions whose IoU exceeds each threshold (``Pr@X``, strict ``>``)."""
+    """Fraction of expressions whose IoU exceeds each threshold (``Pr@X``, strict ``>``).
+
+    Raises:
+        ValueError: For a threshold outside [0, 1] (or NaN), or the mask errors of :func:`iou`.
+    """
+    thresholds = [check_finite("thresholds", t, 0.0, 1.0) for t in thresholds]
     scores = iou(pred, gt)
     return {float(t): float((scores > t).mean()) for t in thresholds}

@@ -59,14 +59,31 @@ def separability_curve(
 
     Returns:
         Columns ``timestep``, ``layer``, ``auroc``, ``fisher`` (one row per pair).
+
+    Raises:
+        ValueError: For masks of the wrong shape or not binary (NaN included), no timesteps,
+            a timestep outside [0, T), absent layers, or the image/expression errors of
+            :meth:`~edit_ris.EditRIS.predict`.
     """
     x, _ = to_image_tensor(images, getattr(backbone, "size_multiple", 1))
     exprs = check_expressions(exprs, x.shape[0])
-    gt = torch.as_tensor(np.asarray(masks)).float()
+    m_np = np.asarray(masks.cpu() if isinstance(masks, torch.Tensor) else masks)
+    if m_np.dtype != bool and not np.isin(m_np, (0, 1)).all():
+        raise ValueError("masks must be binary (bool or 0/1), got other values (NaN included)")
+    gt = torch.as_tensor(m_np).float()
     if gt.shape != (x.shape[0], *x.shape[-2:]):
         raise ValueError(
             f"masks must have shape {(x.shape[0], *x.shape[-2:])}, got {tuple(gt.shape)}"
         )
+    timesteps = list(timesteps)
+    if not timesteps:
+        raise ValueError("timesteps is empty: give at least one timestep")
+    big_t = int(getattr(backbone, "num_train_timesteps", 0)) or None
+    for t in timesteps:
+        if isinstance(t, bool) or not isinstance(t, (int, np.integer)):
+            raise TypeError(f"timesteps must be ints, got {t!r}")
+        if t < 0 or (big_t is not None and t >= big_t):
+            raise ValueError(f"timestep {t} is not in the schedule [0, {big_t})")
     names = [li.name for li in backbone.layer_info() if li.kind == "features"]
     layers = list(names if layers is None else layers)
     absent = [n for n in layers if n not in names]

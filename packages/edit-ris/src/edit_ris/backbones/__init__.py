@@ -9,7 +9,9 @@ from edit_ris.backbones.base import (
     TokenBatch,
 )
 from edit_ris.backbones.diffusers_ip2p import DiffusersIP2PBackbone
-from edit_ris.backbones.tiny import TinyEditor, WordTokenizer, train_tiny_editor
+from edit_ris.backbones.tiny import TinyEditor
+from edit_ris.backbones.tiny_training import train_tiny_editor
+from edit_ris.backbones.word_tokenizer import WordTokenizer
 
 __all__ = [
     "Capture",

@@ -6,13 +6,13 @@ conditioned, InstructPix2Pix-style, on the source image latent concatenated on c
 the instruction embedded per word (token embedding + position, no contextualising encoder: a
 bidirectional text encoder spreads every word over the whole instruction and word-level
 cross-attention stops localising). It is trained on (source, instruction, edited) triplets,
-never on masks.
+never on masks. The tokenizer lives in :mod:`~edit_ris.backbones.word_tokenizer`, the training
+loop in :mod:`~edit_ris.backbones.tiny_training`.
 """
 
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,46 +22,11 @@ import torch
 from torch import nn
 from torch.nn import functional as nnf
 
+from edit_ris._validation import check_int
 from edit_ris.backbones.base import Capture, CaptureSpec, LayerInfo, TokenBatch
+from edit_ris.backbones.word_tokenizer import WordTokenizer
 
-
-class WordTokenizer:
-    """Whitespace word-level tokenizer with character offsets: ``[BOS] w1 w2 ... [PAD]*``.
-
-    Args:
-        vocab: The words (lower case). Unknown words map to ``[UNK]``.
-        max_length: Sequence length including BOS; longer texts are truncated.
-    """
-
-    specials = ("[PAD]", "[BOS]", "[UNK]")
-
-    def __init__(self, vocab: Sequence[str], max_length: int = 12) -> None:
-        self.vocab = list(self.specials) + [w for w in vocab if w not in self.specials]
-        self.index = {w: i for i, w in enumerate(self.vocab)}
-        self.max_length = int(max_length)
-
-    def __call__(self, texts: Sequence[str]) -> TokenBatch:
-        """Tokenize ``texts`` (padded to ``max_length``)."""
-        b, n = len(texts), self.max_length
-        ids = torch.zeros(b, n, dtype=torch.long)
-        offsets = torch.zeros(b, n, 2, dtype=torch.long)
-        special = torch.ones(b, n, dtype=torch.bool)
-        mask = torch.zeros(b, n, dtype=torch.bool)
-        truncated = torch.zeros(b, dtype=torch.bool)
-        for i, text in enumerate(texts):
-            ids[i, 0], mask[i, 0] = 1, True
-            pos, k = 0, 1
-            for word in text.split():
-                start = text.index(word, pos)
-                pos = start + len(word)
-                if k >= n:
-                    truncated[i] = True
-                    break
-                ids[i, k] = self.index.get(word.lower(), 2)
-                offsets[i, k] = torch.tensor([start, pos])
-                special[i, k], mask[i, k] = False, True
-                k += 1
-        return TokenBatch(ids, offsets, mask, special, truncated)
+__all__ = ["TinyEditor", "WordTokenizer", "cosine_alphas_cumprod", "seeded_init_"]
 
 
 def cosine_alphas_cumprod(num_train_timesteps: int = 1000, s: float = 0.008) -> torch.Tensor:
@@ -156,6 +121,52 @@ def _timestep_embedding(t: torch.Tensor, dim: int) -> torch.Tensor:
     return torch.cat([args.sin(), args.cos()], dim=-1)
 
 
+def _check_config(
+    channels: Any, text_dim: Any, max_length: Any, big_t: Any, n_inference: Any
+) -> None:
+    chans = tuple(channels) if isinstance(channels, (list, tuple)) else ()
+    if len(chans) != 2 or any(
+        isinstance(c, bool) or not isinstance(c, int) or c < 8 or c % 8 for c in chans
+    ):
+        raise ValueError(
+            f"channels must be two positive multiples of 8 (GroupNorm uses 8 groups), "
+            f"got {channels!r}"
+        )
+    check_int("text_dim", text_dim)
+    check_int("max_length", max_length, low=2)
+    check_int("num_train_timesteps", big_t, low=2)
+    check_int("num_inference_steps", n_inference)
+    if n_inference > big_t:
+        raise ValueError(
+            f"num_inference_steps must be <= num_train_timesteps={big_t}, got {n_inference}"
+        )
+
+
+def seeded_init_(model: nn.Module, generator: torch.Generator, after: dict | None = None) -> None:
+    """Re-draw PyTorch's default initialisation of ``model`` from ``generator``, in place.
+
+    Linear and Conv2d layers get ``kaiming_uniform_(a=sqrt(5))`` weights and
+    ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))`` biases, embeddings ``N(0, 1)``, norms keep ones and
+    zeros; modules are visited in registration order, so for a model whose constructor draws
+    nothing else the result equals ``torch.manual_seed(s); Model(...)`` bit for bit, without
+    touching the global RNG. ``after`` maps a module to a callable run right after it is
+    initialised (a parameter drawn in the constructor between two modules).
+    """
+    after = after or {}
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, (nn.Linear, nn.Conv2d)):
+                nn.init.kaiming_uniform_(m.weight, a=math.sqrt(5), generator=generator)
+                if m.bias is not None:
+                    fan_in = m.weight[0].numel()
+                    bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+                    nn.init.uniform_(m.bias, -bound, bound, generator=generator)
+            elif isinstance(m, nn.Embedding):
+                nn.init.normal_(m.weight, generator=generator)
+            if id(m) in after:
+                after[id(m)]()
+
+
 class TinyEditor(nn.Module):
     """A tiny InstructPix2Pix-style editor implementing :class:`EditingBackbone`.
 
@@ -166,6 +177,14 @@ class TinyEditor(nn.Module):
         max_length: Tokenizer length (BOS included).
         num_train_timesteps: T of the cosine schedule.
         num_inference_steps: Default inference schedule length (its first step is t0).
+        seed: ``None``: PyTorch's default initialisation from the global RNG (as any
+            ``nn.Module``); an int: the same initialisation drawn from a private
+            ``torch.Generator`` seeded with it (deterministic; the global RNG is untouched).
+
+    Raises:
+        ValueError: For widths that are not positive multiples of 8 (GroupNorm uses 8
+            groups), ``text_dim < 1``, ``max_length < 2``, ``num_train_timesteps < 2`` or
+            ``num_inference_steps`` outside [1, num_train_timesteps].
     """
 
     downsample_factor = 2
@@ -180,8 +199,10 @@ class TinyEditor(nn.Module):
         max_length: int = 12,
         num_train_timesteps: int = 1000,
         num_inference_steps: int = 20,
+        seed: int | None = None,
     ) -> None:
         super().__init__()
+        _check_config(channels, text_dim, max_length, num_train_timesteps, num_inference_steps)
         self.config = {
             "vocab": list(vocab),
             "channels": tuple(channels),
@@ -194,6 +215,19 @@ class TinyEditor(nn.Module):
         self.num_train_timesteps = num_train_timesteps
         self.num_inference_steps = num_inference_steps
         self.register_buffer("alphas_cumprod", cosine_alphas_cumprod(num_train_timesteps))
+        if seed is None:
+            self._build(channels, text_dim, max_length)
+        else:  # draw from a private generator; the global RNG state is restored afterwards
+            g = torch.Generator().manual_seed(check_int("seed", seed, low=0))
+            with torch.random.fork_rng(devices=[]):
+                self._build(channels, text_dim, max_length)
+
+            def draw_pos() -> None:  # drawn right after the embedding, as in the constructor
+                self.pos.copy_(torch.randn(self.pos.shape, generator=g) * 0.02)
+
+            seeded_init_(self, g, after={id(self.tok): draw_pos})
+
+    def _build(self, channels: tuple[int, int], text_dim: int, max_length: int) -> None:
         c1, c2 = channels
         tdim = 64
         self.tok = nn.Embedding(len(self.tokenizer.vocab), text_dim)
@@ -287,7 +321,15 @@ class TinyEditor(nn.Module):
         seed: int,
         capture: CaptureSpec | None = None,
     ) -> Capture:
-        """One conditional call at ``t``: x_t = seeded N(0, I) (init sigma 1), image latent cat."""
+        """One conditional call at ``t``: x_t = seeded N(0, I) (init sigma 1), image latent cat.
+
+        Raises:
+            ValueError: If ``t`` is not an int timestep in [0, num_train_timesteps).
+        """
+        if isinstance(t, bool) or not isinstance(t, (int, np.integer)):
+            raise ValueError(f"t must be an int timestep, got {t!r}")
+        if not 0 <= int(t) < self.num_train_timesteps:
+            raise ValueError(f"timestep {t} is not in the schedule [0, {self.num_train_timesteps})")
         tb = self.tokenize(instructions)
         dev = images.device
         lat = self.encode(images.float())
@@ -335,89 +377,3 @@ class TinyEditor(nn.Module):
         model = cls(**blob["config"])
         model.load_state_dict(blob["state"])
         return model.eval()
-
-
-def _training_batch(gen: Any, batch_size: int, model: TinyEditor, split_cycle: list[str]) -> Any:
-    items = []
-    for i in range(batch_size):
-        items.extend(gen.sample(1, split=split_cycle[i % len(split_cycle)], edit="mixed"))
-    src = torch.from_numpy(np.stack([it.image for it in items]))
-    dst = torch.from_numpy(np.stack([it.edited_image for it in items]))
-    return src, dst, [it.edit_instruction for it in items]
-
-
-def train_tiny_editor(
-    dataset: Any,
-    minutes: float | None = None,
-    seed: int = 0,
-    *,
-    steps: int = 2300,
-    batch_size: int = 32,
-    lr: float = 2e-3,
-    model: TinyEditor | None = None,
-    vocab: Sequence[str] | None = None,
-) -> tuple[TinyEditor, dict]:
-    """Train a TinyEditor from scratch on editing triplets (never on masks).
-
-    Loss: ``|| x0_hat(x_t, c_I, c_T, t) - E(edited) ||^2`` with t ~ U{0..T-1}, x_t from the
-    cosine schedule (so even t = T - 1 carries a signal: the model must produce the edit).
-
-    Args:
-        dataset: A :class:`~edit_ris.data.ShapeRefGenerator` drawn from on the fly (``attr``
-            and ``size`` splits, mixed recolour/remove instructions; ``spatial`` is held out).
-        minutes: Optional wall-clock cap; training stops at ``steps`` or at the cap.
-        seed: Seed of the initialisation and of the noise draws.
-        steps: Optimiser steps (AdamW).
-        batch_size: Triplets per step.
-        lr: Peak learning rate (cosine decay).
-        model: Optional model to train (default: a fresh one over the grammar's vocabulary).
-        vocab: Vocabulary for a fresh model (default: the grammar's).
-
-    Returns:
-        ``(model in eval mode, log)`` where ``log`` has ``steps``, ``seconds``, ``loss`` (last
-        50-step mean) and ``n_params``.
-    """
-    from edit_ris.data.shapes import vocabulary
-
-    if minutes is not None and minutes <= 0:
-        raise ValueError(f"minutes must be positive, got {minutes}")
-    torch.manual_seed(seed)
-    if model is None:
-        model = TinyEditor(vocab if vocab is not None else vocabulary())
-    g = torch.Generator().manual_seed(seed)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
-    warm = max(1, steps // 20)  # 5 % linear warm-up, then cosine decay to 0
-
-    def factor(i: int) -> float:
-        return (i + 1) / warm if i < warm else 0.5 * (1 + math.cos(math.pi * (i - warm) / steps))
-
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, factor)
-    model.train()
-    t0, losses, step = time.perf_counter(), [], 0
-    for step in range(1, steps + 1):  # noqa: B007 (step is logged after the loop)
-        src, dst, instr = _training_batch(dataset, batch_size, model, ["attr", "size"])
-        tb = model.tokenize(instr)
-        x0, lat = model.encode(dst), model.encode(src)
-        t = torch.randint(0, model.num_train_timesteps, (batch_size,), generator=g)
-        ab = model.alphas_cumprod[t][:, None, None, None]
-        noise = torch.randn(x0.shape, generator=g)
-        x_t = ab.sqrt() * x0 + (1 - ab).sqrt() * noise
-        pred = model.denoise(x_t, lat, t, tb.ids, tb.attention_mask)
-        loss = nnf.mse_loss(pred, x0)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        losses.append(float(loss.detach()))
-        if minutes is not None and time.perf_counter() - t0 > 60.0 * minutes:
-            break
-    model.eval()
-    n_params = sum(p.numel() for p in model.parameters())
-    log = {
-        "steps": step,
-        "seconds": time.perf_counter() - t0,
-        "loss": float(np.mean(losses[-50:])),
-        "n_params": n_params,
-    }
-    return model, log

@@ -155,7 +155,10 @@ class ShapeRefGenerator:
     Args:
         size: Image side in pixels (>= 16).
         seed: Seed of the generator's own ``numpy.random.Generator``.
-        noise: Standard deviation of the background noise.
+        noise: Standard deviation of the background noise (finite, >= 0).
+
+    Raises:
+        ValueError: For ``size < 16`` or a negative or non-finite ``noise``.
 
     Example:
         >>> item = ShapeRefGenerator(seed=0).sample(1, split="attr")[0]
@@ -166,6 +169,10 @@ class ShapeRefGenerator:
     def __init__(self, size: int = 32, seed: int = 0, noise: float = 0.04) -> None:
         if not isinstance(size, int) or size < 16:
             raise ValueError(f"size must be an int >= 16, got {size!r}")
+        if isinstance(noise, bool) or not isinstance(noise, (int, float, np.number)):
+            raise TypeError(f"noise must be a real number >= 0, got {noise!r}")
+        if not np.isfinite(noise) or noise < 0:
+            raise ValueError(f"noise must be a finite number >= 0, got {noise!r}")
         self.size = size
         self.rng = np.random.default_rng(seed)
         self.noise = float(noise)

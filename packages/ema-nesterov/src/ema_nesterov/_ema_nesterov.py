@@ -22,6 +22,23 @@ _APPLIED = "_ema_beta_applied"
 _EMA_KEYS = ("step", "training", "state", "beta_applied", "config")
 _CONFIG_KEYS = ("memory_efficient", "n_params", "shapes", "base_classes")
 _LOW_PRECISION = (torch.float16, torch.bfloat16)
+_EXACT = (torch.float32, torch.float64)
+_COMPLEX_OF = {torch.float16: torch.complex32, torch.float32: torch.complex64}
+_COMPLEX_OF[torch.float64] = torch.complex128
+
+
+def _real_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype of one real component (``complex64`` -> ``float32``); reals map to themselves."""
+    return dtype.to_real() if dtype.is_complex else dtype
+
+
+def _real_view(t: torch.Tensor) -> torch.Tensor:
+    """``t`` as a real tensor sharing its memory (complex ``t``: ``view_as_real``).
+
+    Every update is element-wise, so on the real and imaginary parts it is exactly the update
+    of the ``view_as_real`` parameters (what torch's own optimizers do with complex tensors).
+    """
+    return torch.view_as_real(t) if t.is_complex() else t
 
 
 def _require_keys(mapping: Any, keys: Sequence[str], where: str) -> None:
@@ -157,13 +174,19 @@ class EMANesterov(torch.optim.Optimizer):
     def _init_group(self, group: dict[str, Any]) -> None:
         check_unit_interval("ema_gamma", group["ema_gamma"])
         check_nonneg("ema_beta", group["ema_beta"])
-        if self.memory_efficient is True:
-            for p in group["params"]:
-                if p.dtype not in (torch.float32, torch.float64):
-                    raise ValueError(
-                        "memory_efficient=True supports float32/float64 parameters only "
-                        f"(cancellation), got a {p.dtype} parameter of shape {tuple(p.shape)}"
-                    )
+        for p in group["params"]:
+            if self.memory_efficient is True and _real_dtype(p.dtype) not in _EXACT:
+                raise ValueError(
+                    "memory_efficient=True supports float32/float64 (and complex64/complex128) "
+                    f"parameters only (cancellation), got a {p.dtype} parameter of shape "
+                    f"{tuple(p.shape)}"
+                )
+            if p.is_complex() and self.state_dtype not in (None, *_COMPLEX_OF):
+                raise ValueError(
+                    f"state_dtype={self.state_dtype} has no complex counterpart for the "
+                    f"{p.dtype} parameter of shape {tuple(p.shape)}; use torch.float32 "
+                    "or torch.float64"
+                )
         group[_APPLIED] = group["ema_beta"] * self._multiplier(self._ema_step)
 
     def add_param_group(self, param_group: dict[str, Any], base_index: int | None = None) -> None:
@@ -213,10 +236,16 @@ class EMANesterov(torch.optim.Optimizer):
             )
         return value
 
+    def _buffer_dtype(self, p: torch.Tensor) -> torch.dtype:
+        """``state_dtype`` (its complex counterpart for a complex ``p``), else ``p.dtype``."""
+        if self.state_dtype is None:
+            return p.dtype
+        return _COMPLEX_OF[self.state_dtype] if p.is_complex() else self.state_dtype
+
     def _buffer(self, p: torch.Tensor, name: str) -> torch.Tensor:
         state = self.state[p]
         if name not in state:
-            dtype = p.dtype if name == "y" else (self.state_dtype or p.dtype)
+            dtype = p.dtype if name == "y" else self._buffer_dtype(p)
             state[name] = torch.zeros_like(p, dtype=dtype, memory_format=torch.preserve_format)
         return state[name]
 
@@ -251,11 +280,14 @@ class EMANesterov(torch.optim.Optimizer):
             self.skipped_steps += 1
             return loss
         b_next_mult = self._multiplier(self._ema_step + 1)
-        plans = []
+        checked = []  # every check runs before any buffer or parameter moves
         for group in self.param_groups:
             gamma = check_unit_interval("ema_gamma", group["ema_gamma"])
             beta = check_nonneg("ema_beta", group["ema_beta"])
             check_sparse(group["params"], "EMANesterov")
+            checked.append((group, gamma, beta))
+        plans = []
+        for group, gamma, beta in checked:
             active = [p for p in group["params"] if p.grad is not None]
             idle = [p for p in group["params"] if p.grad is None and "m" in self.state[p]]
             b_now = float(group[_APPLIED])
@@ -283,21 +315,29 @@ class EMANesterov(torch.optim.Optimizer):
         """Whether ``p`` keeps one buffer (the lookahead point folded into ``m``) or two."""
         if self.memory_efficient is not None:
             return self.memory_efficient
-        exact = (torch.float32, torch.float64)
-        return p.dtype in exact and (self.state_dtype is None or self.state_dtype in exact)
+        return _real_dtype(p.dtype) in _EXACT and (
+            self.state_dtype is None or self.state_dtype in _EXACT
+        )
 
     def _buckets(
         self, params: list[torch.Tensor]
-    ) -> list[tuple[bool, list[torch.Tensor], list[torch.Tensor]]]:
-        """``(folds, params, ms)`` per mode, device and dtype, so each runs as one kernel."""
-        buckets: dict[tuple, tuple[bool, list[torch.Tensor], list[torch.Tensor]]] = {}
+    ) -> list[tuple[bool, list[torch.Tensor], list[torch.Tensor], list[torch.Tensor]]]:
+        """``(folds, ps, ms, ys)`` per mode, device and dtype, so each runs as one kernel.
+
+        The tensors are real views (:func:`_real_view`) of the parameters and buffers;
+        ``ys`` (the scratch copies of the two-buffer mode) is empty where the bucket folds.
+        """
+        buckets: dict[tuple, tuple[bool, list, list, list]] = {}
         for p in params:
-            m = self._buffer(p, "m")
+            m = _real_view(self._buffer(p, "m"))
             folds = self._folds(p)
-            key = (folds, p.device, p.dtype, m.dtype)
-            buckets.setdefault(key, (folds, [], []))
-            buckets[key][1].append(p)
-            buckets[key][2].append(m)
+            pv = _real_view(p)
+            key = (folds, pv.device, pv.dtype, m.dtype)
+            bucket = buckets.setdefault(key, (folds, [], [], []))
+            bucket[1].append(pv)
+            bucket[2].append(m)
+            if not folds:
+                bucket[3].append(_real_view(self._buffer(p, "y")))
         return list(buckets.values())
 
     def _pre_step(self, gamma: float, b: float, params: list[torch.Tensor]) -> list:
@@ -307,12 +347,12 @@ class EMANesterov(torch.optim.Optimizer):
         passes meet the base step's sweep in cache.
         """
         plan = []
-        for folds, ps, ms in self._buckets(params):
+        for folds, ps, ms, ys in self._buckets(params):
             if folds:  # m <- (gamma + (1 - gamma) b) m - (1 - gamma) y_t, completed after
                 ps, ms = backwards(ps, ms)
                 plan.append((None, ps, ms, fold_in(ps, ms, gamma, b)))
             else:
-                ps, ys, ms = backwards(ps, [self._buffer(p, "y") for p in ps], ms)
+                ps, ys, ms = backwards(ps, ys, ms)
                 save_point(ps, ys)
                 plan.append((ys, ps, ms, 1.0))
         return plan
@@ -502,8 +542,9 @@ class EMANesterov(torch.optim.Optimizer):
                     raise ValueError(
                         f"state_dict['ema']['state'][{i}] must hold 'm' of shape {tuple(p.shape)}"
                     )
-                dtype = self.state_dtype or p.dtype
-                self.state[p]["m"] = saved["m"].to(device=p.device, dtype=dtype, copy=True)
+                self.state[p]["m"] = saved["m"].to(
+                    device=p.device, dtype=self._buffer_dtype(p), copy=True
+                )
         for group, b in zip(self.param_groups, ema["beta_applied"], strict=True):
             group[_APPLIED] = float(b)
         self._ema_step = int(ema["step"])

@@ -73,7 +73,13 @@ def _fused_sgd(params, grads, bufs, *, weight_decay, momentum, lr, dampening) ->
 
 
 def shift(p: torch.Tensor, m: torch.Tensor, alpha: float) -> None:
-    """``p <- p + alpha m`` (computed in the wider of the two dtypes)."""
+    """``p <- p + alpha m`` (computed in the wider of the two dtypes).
+
+    Complex tensors are updated through ``view_as_real``: a real ``alpha`` scales both parts
+    exactly as on the real view (complex multiplication by ``alpha + 0j`` may round otherwise).
+    """
+    if p.is_complex():
+        p, m = torch.view_as_real(p), torch.view_as_real(m)
     if p.dtype == m.dtype:
         p.add_(m, alpha=alpha)
     else:

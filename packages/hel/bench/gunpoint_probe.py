@@ -37,10 +37,14 @@ def main() -> None:
         opt.step()
         if ep % 4 == 3 or ep == args.epochs - 1:
             probes = {
-                "centered_f32": HamiltonianEcho(model, loss),
-                "centered_f64": HamiltonianEcho(model, loss, dtype=torch.float64),
+                "centered_f32": HamiltonianEcho(
+                    model, loss, mode="centered", checkpoint_every=None
+                ),
+                "centered_f64": HamiltonianEcho(
+                    model, loss, mode="centered", checkpoint_every=None, dtype=torch.float64
+                ),
                 "linearized_f64": HamiltonianEcho(
-                    model, loss, mode="linearized", dtype=torch.float64
+                    model, loss, mode="linearized", checkpoint_every=None, dtype=torch.float64
                 ),
             }
             res = compare_estimators(model, (Xtr, ytr), loss, probes)

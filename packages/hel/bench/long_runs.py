@@ -23,9 +23,9 @@ from methodkit.torch import generator
 LONG_KINDS: dict[str, dict[str, Any] | None] = {
     "bptt": None,
     "hel_two_pass": {"mode": "two_pass"},
-    "hel_centered": {},
-    "hel_linearized": {"mode": "linearized"},
-    "hel_centered_ckpt50": {"checkpoint_every": 50},
+    "hel_centered": {"mode": "centered", "checkpoint_every": None},
+    "hel_linearized": {"mode": "linearized", "checkpoint_every": None},
+    "hel_centered_ckpt50": {"mode": "centered", "checkpoint_every": 50},
     "hel_linearized_ckpt100": {"mode": "linearized", "checkpoint_every": 100},
 }
 MEMORY_KINDS = ["bptt", "hel_two_pass", "hel_centered", "hel_centered_ckpt50",

@@ -114,7 +114,7 @@ def make_estimator(name: str, model: Any, loss: Any, T: int) -> Any:
     if name == "bptt":
         return BPTT(model, loss)
     if name == "hel":
-        return HamiltonianEcho(model, loss, mode="centered")
+        return HamiltonianEcho(model, loss, mode="centered", checkpoint_every=None)
     if name == "hel_two_pass":
         return HamiltonianEcho(model, loss, mode="two_pass")
     if name == "tbptt_k10":

@@ -29,7 +29,7 @@ from reference import cell_grads, make_batch, make_model
 def _all_estimators(model, loss):
     return [
         BPTT(model, loss),
-        HamiltonianEcho(model, loss, eps=1e-5),
+        HamiltonianEcho(model, loss, eps=1e-5, mode="centered"),
         HamiltonianEcho(model, loss, mode="two_pass"),
         HamiltonianEcho(model, loss, mode="linearized"),
         EchoLearning(model, loss),

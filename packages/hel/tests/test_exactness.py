@@ -62,7 +62,10 @@ def test_error_orders_in_eps():
     for a, b in itertools.pairwise(two):
         assert 5 < a / b < 20  # linear: ~10x per decade
     cen = [
-        relative_error(_flat(cell_grads(model, HamiltonianEcho(model, loss, eps=e), x, y)), ref)
+        relative_error(
+            _flat(cell_grads(model, HamiltonianEcho(model, loss, eps=e, mode="centered"), x, y)),
+            ref,
+        )
         for e in (1e-1, 1e-2)
     ]
     assert 50 < cen[0] / cen[1] < 200  # quadratic: ~100x per decade
@@ -72,7 +75,7 @@ def test_error_orders_in_eps():
 def test_echo_learning_equals_hel_on_conservative_force(readout):
     model = make_model(readout)
     x, y, loss = make_batch(readout)
-    hel = _flat(cell_grads(model, HamiltonianEcho(model, loss, eps=1e-6), x, y))
+    hel = _flat(cell_grads(model, HamiltonianEcho(model, loss, eps=1e-6, mode="centered"), x, y))
     el = _flat(cell_grads(model, EchoLearning(model, loss, eps=1e-6), x, y))
     assert relative_error(el, hel) <= 1e-8
 

@@ -37,13 +37,13 @@ def _cosine(model, x, y, loss, est):
 @pytest.mark.slow
 def test_centered_echo_at_t2000_needs_checkpoints_float64():
     model, x, y, loss = _default_net(2000, torch.float64)
-    plain = HamiltonianEcho(model, loss)
+    plain = HamiltonianEcho(model, loss, mode="centered", checkpoint_every=None)
     with pytest.warns(ReversibilityWarning, match="checkpoint_every"):
         cos_plain = _cosine(model, x, y, loss, plain)
     assert cos_plain < 0.9  # without the remedy the gradient is not BPTT's
     assert not plain.reversibility.ok
     assert plain.reversibility.response > 100  # the nudged echo left the linear regime
-    fixed = HamiltonianEcho(model, loss, checkpoint_every=50)
+    fixed = HamiltonianEcho(model, loss, mode="centered", checkpoint_every=50)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ReversibilityWarning)
         cos_fixed = _cosine(model, x, y, loss, fixed)
@@ -55,7 +55,7 @@ def test_centered_echo_at_t2000_needs_checkpoints_float64():
 @pytest.mark.slow
 def test_linearized_echo_at_t2000_needs_checkpoints_float32():
     model, x, y, loss = _default_net(2000, torch.float32)
-    plain = HamiltonianEcho(model, loss, mode="linearized")
+    plain = HamiltonianEcho(model, loss, mode="linearized", checkpoint_every=None)
     with pytest.warns(ReversibilityWarning):
         cos_plain = _cosine(model, x, y, loss, plain)
     assert cos_plain < 0.9  # float32 rounding drift of the free reversal
@@ -77,7 +77,7 @@ def test_monitor_reports_initial_state_and_points_on_the_way():
 
 def test_monitor_tolerance_is_user_set_and_two_pass_is_not_monitored():
     model, x, y, loss = _default_net(50, torch.float64)
-    est = HamiltonianEcho(model, loss, mode="linearized", tolerance=1e-30)
+    est = HamiltonianEcho(model, loss, mode="linearized", checkpoint_every=None, tolerance=1e-30)
     with pytest.warns(ReversibilityWarning, match="tolerance 1.0e-30"):
         est.backward(x, y)
     two = HamiltonianEcho(model, loss, mode="two_pass")
@@ -95,7 +95,7 @@ def test_monitor_tolerance_is_user_set_and_two_pass_is_not_monitored():
 def test_checkpoints_leave_short_run_gradients_exact(mode):
     model, x, y, loss = _default_net(60, torch.float64)
     eps = 1e-6 if mode == "centered" else "auto"
-    ref = HamiltonianEcho(model, loss, eps=eps, mode=mode)
+    ref = HamiltonianEcho(model, loss, eps=eps, mode=mode, checkpoint_every=None)
     ck = HamiltonianEcho(model, loss, eps=eps, mode=mode, checkpoint_every=7)
     res = compare_estimators(model, (x, y), loss, {"ref": ref, "ck": ck})
     assert res["ck"]["rel_error"] <= 10 * max(res["ref"]["rel_error"], 1e-9)
@@ -105,7 +105,7 @@ def test_checkpoints_leave_short_run_gradients_exact(mode):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_warning_text_fits_the_mode_and_dtype(mode, dtype):
     model, x, y, loss = _default_net(40, dtype)
-    est = HamiltonianEcho(model, loss, mode=mode, tolerance=1e-30)
+    est = HamiltonianEcho(model, loss, mode=mode, checkpoint_every=None, tolerance=1e-30)
     with pytest.warns(ReversibilityWarning) as rec:
         est.backward(x, y)
     text = str(rec[0].message)

@@ -35,14 +35,22 @@ from hel._estimator import (
     check_finite,
     check_finite_state,
 )
-from hel._reversibility import Anchors, ReversibilityReport, check_checkpoint_every
+from hel._reversibility import (
+    AUTO_RETRIES,
+    Anchors,
+    ReversibilityReport,
+    check_checkpoint_every,
+    next_interval,
+)
 from hel.cells import ForceCell, HamiltonianCell, leapfrog_step
 from hel.homeostasis import homeostatic_loss_grad
 from hel.models import EchoRNN
 
-__all__ = ["MODES", "EchoLearning", "HamiltonianEcho"]
+__all__ = ["MODES", "EchoLearning", "HamiltonianEcho", "resolve_mode"]
 
 MODES = ("centered", "two_pass", "linearized")
+#: ``mode="auto"``: what it resolves to (see :func:`resolve_mode`).
+AUTO = "auto"
 _AUTO_TARGET = 3e-3  # accumulated nudge / state RMS for eps="auto" (float32 guidance)
 #: Default reversibility tolerance (relative RMS reconstruction error), per compute dtype:
 #: measured on the default network, centered cosines to BPTT fell below 0.9999 above ~1e-3
@@ -62,6 +70,24 @@ def _cast(module: torch.nn.Module, dtype: torch.dtype | None):  # noqa: ANN202
         yield
     finally:
         module.to(old)
+
+
+def resolve_mode(cell: ForceCell, modes: tuple[str, ...] = MODES) -> str:
+    """What ``mode="auto"`` runs: ``"linearized"`` where the cell has an analytic tangent.
+
+    The linearized echo is the exact ``eps -> 0`` limit of the centred one (no finite-nudge
+    bias, no nonlinear growth of the nudged part on long chaotic runs); it needs the force's
+    forward tangent, which a cell provides by overriding :meth:`ForceCell.force_jvp` (the
+    built-in cells do). Other cells get ``"centered"``.
+    """
+    analytic = type(cell).force_jvp is not ForceCell.force_jvp
+    return "linearized" if analytic and "linearized" in modes else "centered"
+
+
+def _restore_grads(model: torch.nn.Module, before: list[torch.Tensor | None]) -> None:
+    """Put every parameter's ``.grad`` back to a snapshot (a discarded attempt's gradients)."""
+    for p, g in zip(model.parameters(), before, strict=True):
+        p.grad = None if g is None else g.to(p.dtype).clone()  # the pass may run in float64
 
 
 @dataclass
@@ -88,21 +114,26 @@ class _EchoBase(GradientEstimator):
         eps: float | str = "auto",
         mode: str = "centered",
         dtype: torch.dtype | None = None,
-        checkpoint_every: int | None = None,
+        checkpoint_every: int | str | None = None,
         tolerance: float | None = None,
     ) -> None:
         super().__init__(model, loss_fn)
         self.eps = check_eps(eps)
-        if mode not in self._modes:
-            raise ValueError(f"mode must be one of {self._modes}, got {mode!r}")
+        if mode != AUTO and mode not in self._modes:
+            raise ValueError(f"mode must be 'auto' or one of {self._modes}, got {mode!r}")
         if dtype not in (None, torch.float32, torch.float64):
             raise TypeError(f"dtype must be None, torch.float32 or torch.float64, got {dtype}")
+        mode = resolve_mode(model.cell, self._modes) if mode == AUTO else mode
         self.checkpoint_every = check_checkpoint_every(checkpoint_every)
         if self.checkpoint_every is not None and mode == "two_pass":
-            raise ValueError(
-                "checkpoint_every needs mode='centered' or 'linearized': the single two_pass "
-                "echo cannot be split into its free and nudged parts"
-            )
+            if self.checkpoint_every != AUTO:
+                raise ValueError(
+                    "checkpoint_every needs mode='centered' or 'linearized': the single "
+                    "two_pass echo cannot be split into its free and nudged parts"
+                )
+            self.checkpoint_every = None  # nothing to monitor, nothing to re-anchor
+        #: The interval ``checkpoint_every="auto"`` settled on (``None``: none needed yet).
+        self.auto_interval: int | None = None
         if tolerance is not None and (
             isinstance(tolerance, bool)
             or not isinstance(tolerance, int | float)
@@ -143,9 +174,23 @@ class _EchoBase(GradientEstimator):
     ) -> torch.Tensor:
         self._check(x, y)
         cell = self.model.cell
+        auto = self.checkpoint_every == AUTO
+        self._interval = self.auto_interval if auto else self.checkpoint_every
+        before = [None if p.grad is None else p.grad.clone() for p in self.model.parameters()]
         with _cast(cell, self.dtype), cell.frozen():
             xc = x.to(self.dtype or x.dtype)
-            grads, loss, eps_used, anchors = self._backward(xc, y, state)
+            for attempt in range(AUTO_RETRIES + 1):
+                grads, loss, eps_used, anchors = self._backward(xc, y, state)
+                rep = anchors.report if anchors else None
+                if not auto or rep is None or rep.ok or attempt == AUTO_RETRIES:
+                    break
+                if self._interval == 1:
+                    break
+                # missed: re-run with re-anchoring at a shorter interval; undo the head's
+                # (and EL's homeostatic) gradients the discarded attempt accumulated
+                self._interval = next_interval(rep, xc.shape[1], xc.dtype)
+                self.auto_interval = self._interval
+                _restore_grads(self.model, before)
         check_finite(type(self).__name__, cell, grads)
         accumulate(self.cell_params, grads)
         self.last_stats = {
@@ -153,6 +198,8 @@ class _EchoBase(GradientEstimator):
             "stored_steps": anchors.stored_steps if anchors else 0,
             "eps": eps_used,
             "mode": self.mode,
+            "checkpoint_every": self._interval,
+            "attempts": attempt + 1,
             "reversibility": anchors.finish(x.shape[1]) if anchors else None,
         }
         return loss.to(x.dtype)
@@ -185,7 +232,7 @@ class _EchoBase(GradientEstimator):
         phi, pi = self.model.initial_state(x, state)
         phi, pi = phi.to(x.dtype), pi.to(x.dtype)
         tol = self.tolerance if self.tolerance is not None else DEFAULT_TOLERANCE[x.dtype]
-        anchors = Anchors(T, self.checkpoint_every, None, tol, x.dtype)
+        anchors = Anchors(T, self._interval, None, tol, x.dtype)
         if self.mode == "two_pass":
             anchors.steps = set()  # its single echo has no free part to compare
         acc = torch.zeros_like(phi)
@@ -328,17 +375,27 @@ class HamiltonianEcho(_EchoBase):
         loss_fn: Scalar loss ``loss_fn(output, target)``.
         eps: Nudge strength (> 0) or ``"auto"``: per sample,
             ``eps_b = 3e-3 * rms(state_b) / sum_t |g_t,b|`` (one eps per batch in two_pass).
-        mode: ``"centered"`` (echoes at +eps and -eps, 3 passes, O(eps^2) bias),
-            ``"two_pass"`` (one echo against the inference pass's own statistics, 2 passes,
-            O(eps) bias) or ``"linearized"`` (forward-mode tangent, the exact eps -> 0 limit).
+        mode: ``"auto"`` (default: ``"linearized"`` when the cell has an analytic force
+            tangent, as the built-in cells do, else ``"centered"``; see
+            :func:`resolve_mode`), ``"centered"`` (echoes at +eps and -eps, 3 passes,
+            O(eps^2) bias), ``"two_pass"`` (one echo against the inference pass's own
+            statistics, 2 passes, O(eps) bias) or ``"linearized"`` (forward-mode tangent of
+            the echo, the exact eps -> 0 limit, 2 passes).
         dtype: Optionally run the passes in ``torch.float64`` (or float32).
         checkpoint_every: ``K`` to keep the inference state every ``K`` steps
             (``O(T/K)`` memory) and re-anchor the echo there: its free part is reset to the
             stored state and its nudged part rescaled to the initial nudge's size. Keeps the
             gradient BPTT-exact on long chaotic runs (centered and linearized modes).
-            ``None`` (default): constant memory, the echo is only monitored.
+            ``"auto"`` (default): start with no checkpoints (constant memory, the echo only
+            monitored); when the monitor reports an error above ``tolerance``, re-run the
+            call with an interval predicted from the monitored errors' growth rate
+            (``u exp(lambda d)`` from the unit roundoff ``u``, aimed at a tenth of the
+            tolerance; at most 4 re-runs) and keep that interval for later calls
+            (:attr:`auto_interval`; ``last_stats["checkpoint_every"]``). ``None``: never
+            re-anchor (constant memory, monitoring only).
         tolerance: Relative reconstruction error above which ``backward`` warns with
-            :class:`~hel.ReversibilityWarning` (default 1e-3 in float64, 3e-4 in float32).
+            :class:`~hel.ReversibilityWarning` (default 1e-3 in float64, 3e-4 in float32);
+            with ``checkpoint_every="auto"`` it also triggers the re-run.
 
     After ``backward``, :attr:`reversibility` (also ``last_stats["reversibility"]``) reports
     how far the echo's reconstruction of the initial state, and of four evenly spaced
@@ -366,9 +423,9 @@ class HamiltonianEcho(_EchoBase):
         model: EchoRNN,
         loss_fn: Any,
         eps: float | str = "auto",
-        mode: str = "centered",
+        mode: str = "auto",
         dtype: torch.dtype | None = None,
-        checkpoint_every: int | None = None,
+        checkpoint_every: int | str | None = "auto",
         tolerance: float | None = None,
     ) -> None:
         if isinstance(model, EchoRNN) and not isinstance(model.cell, HamiltonianCell):
@@ -439,7 +496,7 @@ class EchoLearning(_EchoBase):
         homeostasis: float = 0.0,
         mode: str = "centered",
         dtype: torch.dtype | None = None,
-        checkpoint_every: int | None = None,
+        checkpoint_every: int | str | None = None,
         tolerance: float | None = None,
     ) -> None:
         super().__init__(model, loss_fn, eps, mode, dtype, checkpoint_every, tolerance)

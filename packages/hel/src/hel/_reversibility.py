@@ -28,6 +28,7 @@ __all__ = [
     "ReversibilityReport",
     "ReversibilityWarning",
     "check_checkpoint_every",
+    "next_interval",
     "warning_text",
 ]
 
@@ -70,13 +71,46 @@ class ReversibilityReport:
         return bool(self.max_error <= self.tolerance)
 
 
-def check_checkpoint_every(value: object) -> int | None:
-    """Validate ``checkpoint_every``: ``None`` or an integer >= 1."""
-    if value is None:
-        return None
+def check_checkpoint_every(value: object) -> int | str | None:
+    """Validate ``checkpoint_every``: ``None``, ``"auto"`` or an integer >= 1."""
+    if value is None or (isinstance(value, str) and value == "auto"):
+        return value
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"checkpoint_every must be None or an integer >= 1, got {value!r}")
+        raise ValueError(f"checkpoint_every must be None, 'auto' or an integer >= 1, got {value!r}")
     return value
+
+
+#: ``checkpoint_every="auto"`` aims each re-anchored stretch at this fraction of the tolerance.
+AUTO_MARGIN = 0.1
+#: Re-runs of one ``backward`` call at most (each with a shorter interval).
+AUTO_RETRIES = 4
+
+
+def next_interval(rep: ReversibilityReport, T: int, dtype: torch.dtype) -> int:
+    """A shorter re-anchoring interval after ``rep`` missed its tolerance.
+
+    Rounding errors of the reversed steps grow like ``u exp(lambda d)`` over ``d`` steps
+    (``u`` the unit roundoff of ``dtype``). Each monitored error ``e_t`` gives a rate
+    ``lambda_t = log(e_t / u) / d_t``, with ``d_t`` the steps since the echo was last exact
+    (its start, or the previous checkpoint); the fastest rate sets the interval at which the
+    predicted error is :data:`AUTO_MARGIN` times the tolerance. The result is at most half the
+    longest stretch that failed, at least 1.
+    """
+    u = float(torch.finfo(dtype).eps)
+    K = rep.checkpoint_every
+    target = max(AUTO_MARGIN * rep.tolerance, 4 * u)
+    candidates, longest = [], 1
+    for t, e in rep.errors.items():
+        d = T - t if K is None else min(K, T - t)
+        if d <= 0:
+            continue
+        if not math.isfinite(e) or e > rep.tolerance:
+            longest = max(longest, d)
+        if not math.isfinite(e):
+            candidates.append(d // 4)  # the echo diverged: no rate to read, a quarter of d
+        elif e > u:  # e = u exp(rate d): the interval where u exp(rate k) = target
+            candidates.append(int(d * math.log(target / u) / math.log(e / u)))
+    return max(1, min([*candidates, longest // 2]))
 
 
 class Anchors:
@@ -102,6 +136,7 @@ class Anchors:
             steps = {0} | {round(T * j / (N_MONITOR + 1)) for j in range(1, N_MONITOR + 1)}
         else:
             steps = set(range(0, T, checkpoint_every))
+            checkpoint_every = int(checkpoint_every)
         self.steps = steps - {T}
         self.reanchor = checkpoint_every is not None
         self.states: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}

@@ -24,7 +24,7 @@ ESTIMATORS = ("hel", "hel_two_pass", "el", "bptt", "tbptt", "eprop", "frozen")
 
 def _make_estimator(name: str, model: EchoRNN, loss: Any, T: int) -> GradientEstimator:
     if name == "hel":
-        return HamiltonianEcho(model, loss, mode="centered")
+        return HamiltonianEcho(model, loss)  # mode and checkpoint interval chosen by the echo
     if name == "hel_two_pass":
         return HamiltonianEcho(model, loss, mode="two_pass")
     if name == "el":

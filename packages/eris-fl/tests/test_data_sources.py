@@ -85,3 +85,75 @@ def test_gloo_engine_takes_dataloaders_and_returns_a_history():
     torch.testing.assert_close(hist.params, ref.params, rtol=0, atol=1e-6)
     assert [row["round"] for row in hist.metrics] == [0.0, 1.0, 2.0]
     assert hist.last("loss") == pytest.approx(ref.last("loss"), abs=1e-5)
+
+
+class _EveryOtherBatch(tud.Sampler):
+    """A custom batch sampler: batches of 3 from every other index."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __iter__(self):
+        idx = list(range(0, self.n, 2))
+        return iter([idx[i : i + 3] for i in range(0, len(idx), 3)])
+
+    def __len__(self):
+        return -(-len(range(0, self.n, 2)) // 3)
+
+
+def _rows(n=40):
+    return tud.TensorDataset(torch.zeros(n, 2), torch.zeros(n, dtype=torch.long))
+
+
+@pytest.mark.parametrize(
+    ("make_loader", "rows"),
+    [
+        (lambda ds: tud.DataLoader(ds, batch_size=8), 40),
+        (lambda ds: tud.DataLoader(ds, batch_size=16, drop_last=True), 32),
+        (lambda ds: tud.DataLoader(ds, batch_size=3, shuffle=True, drop_last=True), 39),
+        (lambda ds: tud.DataLoader(ds, batch_size=4, sampler=tud.SubsetRandomSampler(range(8))), 8),
+        (
+            lambda ds: tud.DataLoader(
+                ds, batch_size=5, sampler=tud.RandomSampler(ds, replacement=True, num_samples=12)
+            ),
+            12,
+        ),
+        (
+            lambda ds: tud.DataLoader(
+                ds, batch_size=4, sampler=tud.WeightedRandomSampler([1.0] * 40, 10), drop_last=True
+            ),
+            8,
+        ),
+        (
+            lambda ds: tud.DataLoader(
+                ds, batch_size=4, sampler=tud.DistributedSampler(ds, num_replicas=4, rank=1)
+            ),
+            10,
+        ),
+        (lambda ds: tud.DataLoader(ds, batch_sampler=_EveryOtherBatch(len(ds))), 20),
+        (lambda ds: tud.DataLoader(ds, batch_size=None, sampler=range(7)), 7),
+    ],
+)
+def test_a_dataloader_counts_the_rows_it_trains_on(make_loader, rows):
+    loader = make_loader(_rows())
+    assert dataset_size(loader) == rows
+    assert dataset_size(loader) == sum(len(b[0]) if b[0].dim() > 1 else 1 for b in loader)
+
+
+def test_round_weights_follow_the_sampler_not_the_dataset():
+    from eris_fl._eris import round_weights
+
+    small = tud.DataLoader(_rows(40), batch_size=4, sampler=tud.SubsetRandomSampler(range(8)))
+    full = tud.DataLoader(_rows(22), batch_size=4)
+    sizes = [dataset_size(small), dataset_size(full)]
+    weights = round_weights("samples", sizes, [0, 1])
+    assert float(weights[0]) == pytest.approx(8 / 30)  # 0.267; counting the dataset gave 0.444
+
+
+def test_an_iterable_dataset_without_length_is_named():
+    class Stream(tud.IterableDataset):
+        def __iter__(self):
+            yield from range(3)
+
+    with pytest.raises(TypeError, match="IterableDataset without __len__"):
+        dataset_size(tud.DataLoader(Stream(), batch_size=2))

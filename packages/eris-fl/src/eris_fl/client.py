@@ -24,15 +24,17 @@ def dataset_size(dataset: Any) -> int:
     """Number of examples of a client's data.
 
     ``(X, y, ...)`` tuples, ``TensorDataset``s and sized datasets report their length; a
-    ``DataLoader`` that of its dataset; a callable yielding batches is iterated once and its
-    batches' first dimensions added up (give it a ``__len__`` to skip that pass).
+    ``DataLoader`` the number of examples one pass over it trains on (its sampler's length,
+    less what ``drop_last`` drops; a custom batch sampler's batches added up), which is what
+    FedAvg weights by; a callable yielding batches is iterated once and its batches' first
+    dimensions added up (give it a ``__len__`` to skip that pass).
     """
     if isinstance(dataset, tuple | list):
         if not dataset or not all(isinstance(t, torch.Tensor) for t in dataset):
             raise TypeError("a tuple dataset must hold tensors, e.g. (X, y)")
         return int(dataset[0].shape[0])
     if isinstance(dataset, torch.utils.data.DataLoader):
-        return len(dataset.dataset)  # type: ignore[arg-type]
+        return loader_size(dataset)
     if hasattr(dataset, "__len__"):
         return len(dataset)
     if callable(dataset):
@@ -41,6 +43,30 @@ def dataset_size(dataset: Any) -> int:
         "client data must be (X, y) tensors, a torch Dataset, a DataLoader or a callable "
         f"yielding batches, got {type(dataset).__name__}"
     )
+
+
+def loader_size(loader: torch.utils.data.DataLoader) -> int:
+    """Examples one epoch of ``loader`` yields: its sampler and ``drop_last`` decide, not its data.
+
+    Only indices are drawn (no example is loaded). An iterable-style dataset without a sampler
+    reports its own length.
+    """
+    from torch.utils.data import BatchSampler, IterableDataset
+
+    if isinstance(loader.dataset, IterableDataset):
+        if not hasattr(loader.dataset, "__len__"):
+            raise TypeError(
+                "an IterableDataset without __len__ cannot report its size; give it __len__ "
+                "or pass a callable yielding batches"
+            )
+        return len(loader.dataset)
+    batches = loader.batch_sampler
+    if batches is None:  # batch_size=None: the sampler yields one example at a time
+        return len(loader.sampler)  # type: ignore[arg-type]
+    if type(batches) is BatchSampler:
+        n = len(batches.sampler)  # type: ignore[arg-type]
+        return (n // batches.batch_size) * batches.batch_size if batches.drop_last else n
+    return sum(len(batch) for batch in batches)
 
 
 def _as_batch(batch: Any) -> tuple[torch.Tensor, ...]:

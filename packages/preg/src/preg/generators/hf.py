@@ -22,14 +22,6 @@ def _is_chat(prompt: Any) -> bool:
     )
 
 
-def _is_chat(prompt: Any) -> bool:
-    return (
-        isinstance(prompt, Sequence)
-        and len(prompt) > 0
-        and all(isinstance(m, Mapping) for m in prompt)
-    )
-
-
 class HFGenerator:
     r"""Sample from a causal LM of ``transformers`` (``AutoModelForCausalLM``) with log-probs.
 

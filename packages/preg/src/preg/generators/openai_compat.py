@@ -1,21 +1,22 @@
-"""OpenAI-compatible HTTP back-end (vLLM, llama.cpp ``llama-server``) over the stdlib (urllib)."""
+"""OpenAI-compatible HTTP back-end (vLLM, llama.cpp ``llama-server``).
+
+The transport is the core's :class:`methodkit.llm.OpenAIClient` (standard library, retries with
+backoff on 429 / 5xx / timeouts, errors naming the URL and status).
+"""
 
 from __future__ import annotations
 
-import json
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
+from methodkit.llm import LLMResponseError, OpenAIClient
+
 from ..types import Path
 
 __all__ = ["OpenAICompatGenerator"]
 
-_RETRY = {429, 500, 502, 503, 504}
 _NO_LOGPROBS = (
     "the server returned no token logprobs; request logprobs (vLLM: start with --max-logprobs >= "
     "top_logprobs; llama.cpp llama-server: a build with n_probs/logprobs support)"
@@ -36,8 +37,15 @@ class OpenAICompatGenerator:
         mode: ``"completions"`` or ``"chat_prefill"``.
         prompt_template: ``f(prompt) -> text`` (e.g. a chat template), identity by default.
         timeout: seconds per request.
-        max_retries: retries on 429 / 5xx / connection errors.
+        max_retries: retries on 429 / 5xx / timeouts / connection errors.
         backoff: first retry delay in seconds (doubles each retry).
+
+    Raises:
+        ValueError: on a bad ``mode``, ``top_logprobs``, ``base_url``, ``timeout`` or
+            ``max_retries``.
+        methodkit.llm.LLMResponseError: (a ``RuntimeError``) when the server returns no token
+            logprobs, the wrong number of choices, or ignores the assistant prefill.
+        methodkit.llm.LLMError: when the server fails (HTTP status, timeout, unreachable).
     """
 
     supports_logprobs = True
@@ -58,40 +66,38 @@ class OpenAICompatGenerator:
             raise ValueError(f"mode must be 'completions' or 'chat_prefill', got {mode!r}")
         if top_logprobs < 1:
             raise ValueError(f"top_logprobs must be >= 1, got {top_logprobs}")
-        if max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
-        self.base_url = base_url.rstrip("/")
+        self.client = OpenAIClient(
+            base_url,
+            model,
+            api_key=api_key,
+            timeout=timeout,
+            max_retries=max_retries,
+            backoff=backoff,
+        )
+        self.base_url = self.client.base_url
         self.model, self.api_key, self.top_logprobs, self.mode = model, api_key, top_logprobs, mode
         self.prompt_template = prompt_template or (lambda s: s)
         self.timeout, self.max_retries, self.backoff = timeout, max_retries, backoff
 
     def _post(self, route: str, payload: dict[str, Any]) -> dict[str, Any]:
-        data = json.dumps(payload).encode()
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        delay = self.backoff
-        for attempt in range(self.max_retries + 1):
-            req = urllib.request.Request(self.base_url + route, data=data, headers=headers)
-            try:
-                with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                    return json.loads(resp.read().decode())
-            except urllib.error.HTTPError as exc:
-                if exc.code not in _RETRY or attempt == self.max_retries:
-                    body = exc.read().decode(errors="replace")[:300]
-                    raise RuntimeError(f"server answered HTTP {exc.code}: {body}") from exc
-            except (urllib.error.URLError, ConnectionError, TimeoutError) as exc:
-                if attempt == self.max_retries:
-                    raise RuntimeError(f"cannot reach {self.base_url}: {exc}") from exc
-            time.sleep(delay)
-            delay *= 2
-        raise RuntimeError("unreachable")  # pragma: no cover
+        return self.client.post(route, payload)
+
+    def _fail(self, message: str) -> LLMResponseError:
+        return LLMResponseError(f"{self.base_url}: {message}", self.base_url)
+
+    def _parse_all(
+        self, parse: Callable[[dict[str, Any]], Path], resp: dict[str, Any]
+    ) -> list[Path]:
+        try:
+            return [parse(c) for c in resp.get("choices", [])]
+        except LLMResponseError as exc:
+            raise self._fail(str(exc)) from None
 
     @staticmethod
     def _parse_completion(choice: dict[str, Any]) -> Path:
         lp = choice.get("logprobs")
         if not lp or lp.get("token_logprobs") is None:
-            raise RuntimeError(_NO_LOGPROBS)
+            raise LLMResponseError(_NO_LOGPROBS, "")
         tokens = list(lp.get("tokens") or [])
         tlp = [float(x) if x is not None else 0.0 for x in lp["token_logprobs"]]
         top = lp.get("top_logprobs")
@@ -114,7 +120,7 @@ class OpenAICompatGenerator:
         lp = choice.get("logprobs")
         content = (lp or {}).get("content")
         if not content:
-            raise RuntimeError(_NO_LOGPROBS)
+            raise LLMResponseError(_NO_LOGPROBS, "")
         tokens = [c["token"] for c in content]
         tlp = [float(c["logprob"]) for c in content]
         tops = [c.get("top_logprobs") or [] for c in content]
@@ -159,7 +165,7 @@ class OpenAICompatGenerator:
                 "logprobs": self.top_logprobs,
             }
             resp = self._post("/completions", payload)
-            paths = [self._parse_completion(c) for c in resp.get("choices", [])]
+            paths = self._parse_all(self._parse_completion, resp)
         else:
             messages = [{"role": "user", "content": prompt}]
             if prefix:
@@ -173,14 +179,14 @@ class OpenAICompatGenerator:
             if prefix:
                 payload.update(continue_final_message=True, add_generation_prompt=False)
             resp = self._post("/chat/completions", payload)
-            paths = [self._parse_chat(c) for c in resp.get("choices", [])]
+            paths = self._parse_all(self._parse_chat, resp)
             if prefix and any(p.text.startswith(prefix) for p in paths if len(prefix) > 8):
-                raise RuntimeError(
+                raise self._fail(
                     "the server ignored the assistant prefill (it restarted the answer); use "
                     "mode='completions' with a chat prompt_template instead"
                 )
         if len(paths) != n:
-            raise RuntimeError(f"asked for n={n} choices, the server returned {len(paths)}")
+            raise self._fail(f"asked for n={n} choices, the server returned {len(paths)}")
         return paths
 
     def sample(

@@ -1,0 +1,71 @@
+"""GeneratorChat: any sampling back-end seen as a chat model (``methodkit.llm.ChatBackend``).
+
+The agents' chat contract (:func:`methodkit.testing.check_chat_backend`) is checked on preg's
+back-ends through this adapter: ``chat(messages, ...)`` samples with ``generator.sample``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from methodkit.llm import ChatReply, check_chat_args
+
+from .base import Generator
+
+__all__ = ["GeneratorChat"]
+
+
+class GeneratorChat:
+    """Chat completions over a :class:`~preg.generators.Generator`.
+
+    Args:
+        generator: The sampling back-end (``HFGenerator``, ``OpenAICompatGenerator``, ...).
+        render: ``f(messages) -> prompt`` (e.g. a chat template rendered to text for an
+            HTTP completions server); by default the messages go to ``sample`` as they are
+            (``HFGenerator`` renders them with the tokenizer's chat template).
+        top_p: Nucleus mass when sampling (``temperature > 0``).
+
+    Raises:
+        TypeError: If ``generator`` has no ``sample`` method.
+    """
+
+    def __init__(
+        self,
+        generator: Generator,
+        render: Callable[[list[dict[str, Any]]], Any] | None = None,
+        *,
+        top_p: float = 1.0,
+    ) -> None:
+        if not callable(getattr(generator, "sample", None)):
+            raise TypeError(f"generator must have a sample() method, got {generator!r}")
+        self.generator, self.render, self.top_p = generator, render, float(top_p)
+
+    def chat(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        n: int = 1,
+        temperature: float = 0.0,
+        max_tokens: int = 256,
+        stop: Sequence[str] | None = None,
+        seed: int | None = None,
+    ) -> list[ChatReply]:
+        """``n`` replies to ``messages``; ``stop`` cuts each reply's text."""
+        msgs = check_chat_args(
+            messages, n=n, temperature=temperature, max_tokens=max_tokens, stop=stop, seed=seed
+        )
+        prompt = self.render(msgs) if self.render is not None else msgs
+        paths = self.generator.sample(
+            prompt, n, max_tokens, temperature=temperature, top_p=self.top_p, seed=seed
+        )
+        encode = getattr(self.generator, "encode", None)
+        n_prompt = len(encode(prompt)) if callable(encode) else 0
+        replies = []
+        for p in paths:
+            text = p.text
+            for s in stop or ():
+                text = text.split(s)[0]
+            finish = "stop" if p.finished else "length"
+            replies.append(ChatReply(text, n_prompt, p.n_tokens, finish))
+        return replies

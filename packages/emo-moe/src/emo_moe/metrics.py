@@ -10,20 +10,30 @@ from torch import nn
 from torch.nn import functional as nnf
 
 from emo_moe.corpus import ByteTokenizer, pack_documents
+from methodkit import progress as show_progress
 
 __all__ = ["domain_losses", "expert_usage_matrix", "modularity_nmi", "rows_loss"]
 
 
 @torch.no_grad()
 def rows_loss(
-    model: nn.Module, rows: torch.Tensor, batch_size: int = 32, pad_id: int = 257
+    model: nn.Module,
+    rows: torch.Tensor,
+    batch_size: int = 32,
+    pad_id: int = 257,
+    progress: bool | None = None,
 ) -> float:
-    """Mean next-token loss (nats per byte) over packed ``rows``, PAD targets ignored."""
+    """Mean next-token loss (nats per byte) over packed ``rows``, PAD targets ignored.
+
+    ``progress`` shows a bar over the batches: ``None`` (default) on a terminal only,
+    ``True`` always, ``False`` never.
+    """
     was = model.training
     model.eval()
     total, count = 0.0, 0
+    starts = range(0, rows.shape[0], batch_size)
     try:
-        for i in range(0, rows.shape[0], batch_size):
+        for i in show_progress(starts, enabled=progress, desc="loss", total=len(starts)):
             x = rows[i : i + batch_size]
             logits = model(x)["logits"][:, :-1]
             tgt = x[:, 1:]
@@ -44,14 +54,19 @@ def domain_losses(
     seq_len: int,
     max_rows: int | None = None,
     batch_size: int = 32,
+    progress: bool | None = None,
 ) -> dict[str, float]:
     """Test loss per domain in nats per byte: each domain's documents packed into rows.
+
+    ``progress`` shows a bar over the domains (``None``: on a terminal only).
 
     Raises:
         ValueError: If a domain has no documents.
     """
     out = {}
-    for dom, docs in documents.items():
+    for dom, docs in show_progress(
+        documents.items(), enabled=progress, desc="domain losses", total=len(documents)
+    ):
         if not docs:
             raise ValueError(f"domain {dom!r} has no documents")
         rows = pack_documents(docs, seq_len, drop_last=False)
@@ -61,12 +76,17 @@ def domain_losses(
 
 @torch.no_grad()
 def expert_usage_matrix(
-    model: nn.Module, documents: Sequence[str], max_len: int, batch_size: int = 32
+    model: nn.Module,
+    documents: Sequence[str],
+    max_len: int,
+    batch_size: int = 32,
+    progress: bool | None = None,
 ) -> np.ndarray:
     """Per-document expert usage: layer-concatenated mean routed probabilities ``(N, L * E)``.
 
     Each document is truncated to ``max_len`` bytes and run alone in its row (plain top-k
-    routing, eval mode); PAD positions are excluded from the mean.
+    routing, eval mode); PAD positions are excluded from the mean. ``progress`` shows a bar
+    over the batches (``None``: on a terminal only).
 
     Raises:
         ValueError: If ``documents`` is empty.
@@ -78,7 +98,8 @@ def expert_usage_matrix(
     model.eval()
     feats = []
     try:
-        for i in range(0, len(documents), batch_size):
+        starts = range(0, len(documents), batch_size)
+        for i in show_progress(starts, enabled=progress, desc="expert usage", total=len(starts)):
             enc = [tok.encode(d)[:max_len] for d in documents[i : i + batch_size]]
             n = max(len(e) for e in enc)
             ids = torch.full((len(enc), n), tok.pad_id, dtype=torch.long)

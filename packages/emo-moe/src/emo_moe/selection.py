@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from emo_moe.layers import MoEFeedForward
+from methodkit import progress as show_progress
 
 __all__ = [
     "SCORES",
@@ -79,6 +80,7 @@ def _layer_scores(
     batches: list,
     method: str,
     which: int | None,
+    progress: bool | None = None,
 ) -> torch.Tensor:
     E = layers[0].num_experts
     scores = torch.zeros(len(layers), E, dtype=torch.float64)
@@ -91,7 +93,9 @@ def _layer_scores(
 
         hooks.append(layer.register_forward_hook(hook, with_kwargs=True))
     try:
-        for ids, doc in batches:
+        for ids, doc in show_progress(
+            batches, enabled=progress, desc="expert importance", total=len(batches)
+        ):
             captured.clear()
             model(ids, doc_ids=doc) if doc is not None else model(ids)
             for li in range(len(layers)) if which is None else [which]:
@@ -134,6 +138,7 @@ def expert_importance(
     greedy_layerwise: bool = False,
     fraction: float | None = None,
     m: int | None = None,
+    progress: bool | None = None,
 ) -> torch.Tensor:
     """Score every routed expert of every MoE layer on calibration data: ``(L, E)``.
 
@@ -151,6 +156,8 @@ def expert_importance(
         greedy_layerwise: score each layer with the earlier layers already restricted.
         fraction: subset share for the greedy restriction.
         m: subset size for the greedy restriction (instead of ``fraction``).
+        progress: a bar over the calibration batches: ``None`` (default) on a terminal
+            only, ``True`` always, ``False`` never.
 
     Raises:
         ValueError: Empty calibration data, an unknown method, or greedy without a size.
@@ -163,7 +170,7 @@ def expert_importance(
     model.eval()
     try:
         if not greedy_layerwise:
-            return _layer_scores(model, layers, batches, method, None).float()
+            return _layer_scores(model, layers, batches, method, None, progress).float()
         if fraction is None and m is None:
             raise ValueError("greedy_layerwise=True needs fraction or m")
         scores = torch.zeros(len(layers), layers[0].num_experts)
@@ -171,7 +178,7 @@ def expert_importance(
         for li in range(len(layers)):
             full = [torch.arange(lay.num_experts) for lay in layers]
             with restrict_experts(model, chosen + full[li:]):
-                scores[li] = _layer_scores(model, layers, batches, method, li)[li].float()
+                scores[li] = _layer_scores(model, layers, batches, method, li, progress)[li].float()
             chosen.append(select_expert_subset(scores[li : li + 1], fraction, m)[0])
         return scores
     finally:

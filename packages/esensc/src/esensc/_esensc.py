@@ -157,7 +157,7 @@ class ESENSCExplainer:
         return arr
 
     def _raw_values(
-        self, Xa: NDArray[np.float64], batch_size: int | None
+        self, Xa: NDArray[np.float64], batch_size: int | None, progress: bool | None = None
     ) -> tuple[NDArray[np.float64], NDArray[np.float64], bool]:
         n = self.n_features
         cols = self.masker.feature_names
@@ -182,7 +182,7 @@ class ESENSCExplainer:
         bg = self.masker.data
         raw = coalition_values(
             self._f, leave_one_out_builder(Xa, bg), len(Xa) * C, bg, self.masker.weights,
-            describe, cols, batch_size,
+            describe, cols, batch_size, progress,
         ).reshape(len(Xa), C, -1)  # fmt: skip
         if raw.shape[2] != raw_empty.shape[0]:
             raise ValueError(
@@ -193,17 +193,21 @@ class ESENSCExplainer:
         v = apply_link(np.moveaxis(raw, 1, -1), self.link, "masked coalitions")  # (rows, k, C)
         return v0, v, one_d
 
-    def attribute(self, X: ArrayLike, *, batch_size: int | None = None) -> NDArray[np.float64]:
+    def attribute(
+        self, X: ArrayLike, *, batch_size: int | None = None, progress: bool | None = None
+    ) -> NDArray[np.float64]:
         """Attributions as an array: (rows, n), or (rows, n, k) for a k-output model.
 
         Args:
             X: Rows to explain, (rows, n) array or DataFrame (a 1-D row is one row).
             batch_size: Overrides the explainer's ``batch_size`` for this call.
+            progress: A bar over the model calls: ``None`` (default) on a terminal only,
+                ``True`` always, ``False`` never.
 
         Returns:
             The attributions; each row sums to ``v(N) - v(∅)`` per output.
         """
-        values, _, _ = self._explain(X, batch_size)
+        values, _, _ = self._explain(X, batch_size, progress)
         return values
 
     def shap_values(self, X: ArrayLike) -> NDArray[np.float64]:
@@ -211,12 +215,12 @@ class ESENSCExplainer:
         return self.attribute(X)
 
     def _explain(
-        self, X: Any, batch_size: int | None
+        self, X: Any, batch_size: int | None, progress: bool | None = None
     ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
         bs = validate_batch_size(batch_size) if batch_size is not None else self.batch_size
         Xa = self._prepare(X)
         n = self.n_features
-        v0, v, one_d = self._raw_values(Xa, bs)
+        v0, v, one_d = self._raw_values(Xa, bs, progress)
         vN, v_single, v_minus = v[..., 2 * n], v[..., :n], v[..., n : 2 * n]
         phi = esensc_values(v0[None, :], vN, v_single, v_minus, self.rule, self.null_tol)
         share = equal_split_share(v0[None, :], vN, v_single, v_minus)  # (rows, k)
@@ -229,19 +233,23 @@ class ESENSCExplainer:
             return phi[..., 0], base[:, 0], Xa
         return phi, base, Xa
 
-    def __call__(self, X: ArrayLike, *, batch_size: int | None = None) -> Any:
+    def __call__(
+        self, X: ArrayLike, *, batch_size: int | None = None, progress: bool | None = None
+    ) -> Any:
         """Explain rows ``X`` and return an ``esensc.Explanation``.
 
         Args:
             X: Rows to explain, (rows, n) array or DataFrame.
             batch_size: Overrides the explainer's ``batch_size`` for this call.
+            progress: A bar over the model calls: ``None`` (default) on a terminal only,
+                ``True`` always, ``False`` never.
 
         Returns:
             Explanation with ``values`` (rows, n[, k]), ``base_values`` (rows[, k]) and
             ``data`` (rows, n): an ``esensc.Explanation``, which subclasses
             ``shap.Explanation`` when shap is installed.
         """
-        values, base, data = self._explain(X, batch_size)
+        values, base, data = self._explain(X, batch_size, progress)
         return explanation_class()(
             values=values,
             base_values=base,

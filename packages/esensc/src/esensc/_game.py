@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from methodkit import progress as show_progress
+
 LINKS = ("identity", "logit")
 DEFAULT_MAX_ELEMENTS = 1 << 20  # model-input elements per block (8 MiB of float64: stays in cache)
 
@@ -157,6 +159,7 @@ def coalition_values(
     describe: Callable[[int], str],
     columns: Sequence[str] | None = None,
     batch_size: int | None = None,
+    progress: bool | None = None,
 ) -> NDArray[np.float64]:
     """Background-averaged model outputs of every (row, coalition) pair: shape (pairs, k).
 
@@ -169,6 +172,8 @@ def coalition_values(
         describe: Maps a pair index to a description for error messages.
         columns: Column names to pass a DataFrame to the model, or None for arrays.
         batch_size: Maximum model rows per call (None: about 4M input elements per call).
+        progress: A bar over the blocks of model calls: ``None`` on a terminal only,
+            ``True`` always, ``False`` never.
 
     Returns:
         ``Σ_j w_j f(x_S, b_{j,~S})`` before the link, shape (pairs, k).
@@ -178,7 +183,8 @@ def coalition_values(
         batch_size = max(B, DEFAULT_MAX_ELEMENTS // max(n, 1))
     per_block = max(1, batch_size // B)  # pairs per block; a block is split if B > batch_size
     acc: NDArray[np.float64] | None = None
-    for q0 in range(0, n_pairs, per_block):
+    blocks = range(0, n_pairs, per_block)
+    for q0 in show_progress(blocks, enabled=progress, desc="coalitions", total=len(blocks)):
         q1 = min(q0 + per_block, n_pairs)
         Z = build(q0, q1).reshape(-1, n)
         parts = [

@@ -55,6 +55,7 @@ def game_values(
     link: str = "identity",
     batch_size: int | None = None,
     model_output: str = "auto",
+    progress: bool | None = None,
 ) -> tuple[NDArray[np.float64], bool]:
     """All 2^n coalition values ``v(S)`` of the interventional game of each row.
 
@@ -68,6 +69,8 @@ def game_values(
         link: ``"identity"`` or ``"logit"``, applied after averaging over the background.
         batch_size: Maximum model rows per call.
         model_output: Which output of an estimator (as for :class:`esensc.Explainer`).
+        progress: A bar over the model calls: ``None`` (default) on a terminal only,
+            ``True`` always, ``False`` never.
 
     Returns:
         ``(v, one_d)``: values of shape (rows, k, 2**n), and whether the model output is 1-D.
@@ -93,6 +96,7 @@ def game_values(
     raw = coalition_values(
         f, mask_builder(Xa, m.data, masks), len(Xa) * C, m.data, m.weights,
         lambda q: f"coalition #{q % C + 1} of explained row {q // C}", cols, batch_size,
+        progress,
     ).reshape(len(Xa), C, -1)  # fmt: skip
     allv = np.concatenate([np.broadcast_to(raw_empty, (len(Xa), 1, raw.shape[2])), raw], axis=1)
     return np.moveaxis(apply_link(allv, link, "coalition values"), 1, -1), one_d
@@ -106,6 +110,7 @@ def exact_shapley(
     link: str = "identity",
     batch_size: int | None = None,
     model_output: str = "auto",
+    progress: bool | None = None,
 ) -> NDArray[np.float64]:
     """Exact Shapley values of the interventional game by enumerating all 2^n coalitions.
 
@@ -120,7 +125,8 @@ def exact_shapley(
         ValueError: If n > 16 or the inputs are malformed.
     """
     v, one_d = game_values(
-        model, masker, X, link=link, batch_size=batch_size, model_output=model_output
-    )
+        model, masker, X, link=link, batch_size=batch_size, model_output=model_output,
+        progress=progress,
+    )  # fmt: skip
     phi = np.moveaxis(shapley_from_values(v), -1, 1)  # (rows, k, n) -> (rows, n, k)
     return phi[..., 0] if one_d else phi

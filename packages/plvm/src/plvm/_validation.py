@@ -33,8 +33,13 @@ def check_progress(p: np.ndarray, name: str) -> None:
 
 
 def check_binary(y: object, name: str = "y", allow_missing: bool = False) -> np.ndarray:
-    """Labels as a float array of 0/1 (NaN allowed for unknown labels when asked)."""
-    arr = np.asarray(y, dtype=np.float64).ravel()
+    """Labels as a 1-D float array of 0/1 (NaN allowed for unknown labels when asked)."""
+    try:
+        arr = np.asarray(y, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"{name} must be numeric 0/1 labels, got {_describe(y)}") from e
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D (one label per person), got shape {arr.shape}")
     vals = arr[~np.isnan(arr)] if allow_missing else arr
     if not np.all((vals == 0) | (vals == 1)):
         uniq = np.unique(vals[~((vals == 0) | (vals == 1))])[:5]
@@ -54,3 +59,46 @@ def check_choice(value: str, allowed: Sequence[str], name: str) -> str:
     if value not in allowed:
         raise ValueError(f"unknown {name} {value!r}; choose one of {list(allowed)}")
     return value
+
+
+def _describe(x: object) -> str:
+    dtype = getattr(x, "dtype", None)
+    return f"{type(x).__name__}" + (f" of dtype {dtype}" if dtype is not None else "")
+
+
+def check_int(value: object, name: str, low: int) -> int:
+    """``value`` must be an integer (not a bool or float) ``>= low``."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise TypeError(f"{name} must be an integer >= {low}, got {value!r}")
+    if value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    return int(value)
+
+
+def check_number(
+    value: object,
+    name: str,
+    low: float = -np.inf,
+    high: float = np.inf,
+    low_open: bool = False,
+) -> float:
+    """``value`` must be a finite real number in ``[low, high]`` (``(low, high]`` if open)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    v = float(value)
+    if not np.isfinite(v):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    if v < low or v > high or (low_open and v == low):
+        lo = "(" if low_open else "["
+        raise ValueError(f"{name} must be in {lo}{low:g}, {high:g}], got {value!r}")
+    return v
+
+
+def check_finite(a: np.ndarray, name: str) -> None:
+    """Every value of ``a`` must be finite (no NaN or inf)."""
+    bad = ~np.isfinite(a)
+    if bad.any():
+        raise ValueError(
+            f"{name} must be finite; found {int(bad.sum())} NaN/inf value(s), "
+            f"e.g. {a[bad].ravel()[0]!r}"
+        )

@@ -9,6 +9,7 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 
+from methodkit import progress as show_progress
 from plvm._plvm import PLVM
 from plvm._validation import (
     DECODERS,
@@ -16,7 +17,9 @@ from plvm._validation import (
     FUSIONS,
     check_binary,
     check_choice,
+    check_int,
     check_latent_dim,
+    check_number,
 )
 from plvm.traces import TraceSet
 
@@ -58,6 +61,8 @@ class PLVMClassifier(ClassifierMixin, BaseEstimator):
             else predicting for such a person raises.
         random_state: Seed of the weights, the split, the batches and the noise.
         device: Torch device (default CPU); data follow the model there.
+        progress: Show a bar over the epochs of each fit: ``None`` (default) on a terminal
+            only, ``True`` always, ``False`` never (``TQDM_DISABLE=1`` silences it).
 
     Attributes:
         model_: The trained :class:`~plvm.PLVM`; ``source_tasks_``; ``classes_``;
@@ -94,6 +99,7 @@ class PLVMClassifier(ClassifierMixin, BaseEstimator):
         allow_missing: bool = False,
         random_state: int = 0,
         device: str | None = None,
+        progress: bool | None = None,
     ) -> None:
         self.latent_dim = latent_dim
         self.encoder = encoder
@@ -114,6 +120,7 @@ class PLVMClassifier(ClassifierMixin, BaseEstimator):
         self.allow_missing = allow_missing
         self.random_state = random_state
         self.device = device
+        self.progress = progress
 
     # ------------------------------------------------------------------ data
     def _batch(
@@ -129,10 +136,40 @@ class PLVMClassifier(ClassifierMixin, BaseEstimator):
             M[t] = torch.as_tensor(m, device=dev)
         return {"X": X, "mask": M}
 
-    def _check_traces(self, traces: object, tasks: Sequence[str]) -> None:
+    @staticmethod
+    def _check_type(traces: object) -> None:
         if not isinstance(traces, TraceSet):
-            raise TypeError(f"traces must be a plvm.TraceSet, got {type(traces).__name__}")
-        traces.check_tasks(tasks)
+            raise TypeError(
+                f"traces must be a plvm.TraceSet, got {type(traces).__name__}; build one with "
+                "TraceSet.from_dataframe(df) or plvm.simulate_population"
+            )
+
+    def _check_traces(self, traces: object, tasks: Sequence[str]) -> None:
+        self._check_type(traces)
+        traces.check_tasks(tasks)  # type: ignore[attr-defined]
+        if len(traces) == 0:  # type: ignore[arg-type]
+            raise ValueError("traces has no persons")
+
+    def _check_params(self) -> None:
+        """Every hyper-parameter in its allowed range (named in the error)."""
+        check_latent_dim(self.latent_dim)
+        check_choice(self.encoder, ENCODERS, "encoder")
+        check_choice(self.fusion, FUSIONS, "fusion")
+        check_choice(self.decoder, DECODERS, "decoder")
+        for name in ("epochs", "batch_size", "hidden", "patience"):
+            check_int(getattr(self, name), name, 1)
+        check_int(self.restarts, "restarts", 0)
+        if self.max_len is not None:
+            check_int(self.max_len, "max_len", 1)
+        check_number(self.lambda_y, "lambda_y", low=0.0)
+        check_number(self.lr, "lr", low=0.0)
+        check_number(self.weight_decay, "weight_decay", low=0.0)
+        check_number(self.kl_warmup, "kl_warmup", 0.0, 1.0)
+        if check_number(self.validation_fraction, "validation_fraction", 0.0, 1.0) == 1.0:
+            raise ValueError("validation_fraction must be < 1: nothing would be left to train on")
+        check_number(self.chance_margin, "chance_margin", low=0.0)
+        if self.progress is not None and not isinstance(self.progress, bool):
+            raise TypeError(f"progress must be True, False or None, got {self.progress!r}")
 
     def _check_coverage(self, traces: TraceSet, tasks: Sequence[str]) -> None:
         any_present = np.zeros(len(traces), dtype=bool)
@@ -156,11 +193,16 @@ class PLVMClassifier(ClassifierMixin, BaseEstimator):
             traces: Partial source traces.
             y: 0/1 target labels, ``(N,)``; NaN marks an unlabelled person (semi-supervised).
             source_tasks: Tasks to encode and fuse.
+
+        Raises:
+            TypeError: If ``traces`` is not a :class:`~plvm.TraceSet`, ``y`` is not numeric or
+                an integer hyper-parameter is not an integer.
+            ValueError: A hyper-parameter out of range (``epochs < 1``, ``lr < 0``, NaN, ...),
+                no persons, ``y`` not 1-D 0/1 of one label per person, one class only, or a
+                person without events in any source task.
         """
-        check_latent_dim(self.latent_dim)
-        check_choice(self.encoder, ENCODERS, "encoder")
-        check_choice(self.fusion, FUSIONS, "fusion")
-        check_choice(self.decoder, DECODERS, "decoder")
+        self._check_params()
+        self._check_type(traces)
         tasks = list(traces.tasks if source_tasks is None else source_tasks)
         self._check_traces(traces, tasks)
         yy = check_binary(y, "y", allow_missing=True)
@@ -257,7 +299,10 @@ class PLVMClassifier(ClassifierMixin, BaseEstimator):
         best, best_state, bad, step = np.inf, None, 0, 0
         history: list[tuple[float, float]] = []
         best_epoch = self.epochs - 1
-        for epoch in range(self.epochs):
+        epochs = show_progress(
+            range(self.epochs), enabled=self.progress, desc="PLVM fit epochs", total=self.epochs
+        )
+        for epoch in epochs:
             model.train()
             perm = rng.permutation(train)
             losses = []

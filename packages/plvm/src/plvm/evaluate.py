@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from plvm._validation import check_fraction
+from methodkit import progress as show_progress
+from plvm._validation import check_finite, check_fraction
 from plvm.baselines import (
     ConcatNoFusion,
     HMMProcessBaseline,
@@ -27,8 +28,18 @@ __all__ = ["MODELS", "cross_task_benchmark", "latent_probe_r2", "scores"]
 def latent_probe_r2(
     mu_train: np.ndarray, z_train: np.ndarray, mu_test: np.ndarray, z_test: np.ndarray
 ) -> float:
-    """R² (mean over latent dims) of a linear regression from posterior means to true ``z``."""
+    """R² (mean over latent dims) of a linear regression from posterior means to true ``z``.
+
+    Raises:
+        ValueError: If a pair has different numbers of persons or holds NaN/inf.
+    """
     from sklearn.linear_model import LinearRegression
+
+    for (a, b), name in (((mu_train, z_train), "train"), ((mu_test, z_test), "test")):
+        if len(a) != len(b):
+            raise ValueError(f"mu_{name} has {len(a)} rows but z_{name} has {len(b)}")
+        check_finite(np.asarray(a, dtype=np.float64), f"mu_{name}")
+        check_finite(np.asarray(b, dtype=np.float64), f"z_{name}")
 
     return float(LinearRegression().fit(mu_train, z_train).score(mu_test, z_test))
 
@@ -135,6 +146,7 @@ def cross_task_benchmark(
     n_train_neural: int | None = None,
     latent_dim: int = 2,
     plvm_params: Mapping[str, Any] | None = None,
+    progress: bool | None = None,
 ) -> Any:
     """Every model on the first ``tau`` of the source traces; a row per (tau, seed, model, sources).
 
@@ -149,6 +161,8 @@ def cross_task_benchmark(
         n_train_neural: Training persons for the neural models (default: all training persons).
         latent_dim: ``D`` of the latent models.
         plvm_params: Extra :class:`~plvm.PLVMClassifier` parameters (epochs, hidden, ...).
+        progress: A bar over the (tau, seed, model, sources) fits: ``None`` (default) on a
+            terminal only, ``True`` always, ``False`` never.
 
     Returns:
         A pandas DataFrame with columns ``tau, seed, model, sources, auroc, balanced_accuracy,
@@ -165,33 +179,55 @@ def cross_task_benchmark(
     if not 2 <= k <= n - 2:
         raise ValueError(f"train_fraction={train_fraction} leaves too few persons of {n}")
     tr_idx, te_idx = np.arange(k), np.arange(k, n)
-    rows = []
-    for tau in taus:
-        part = study.traces.truncate(frac=tau)
-        srcs = part.select_tasks(src)
-        tgt = part.select_tasks([study.target_task])
-        full = study.traces.select_tasks(src)
-        for seed in seeds:
-            ctx = {
-                "train": srcs.subset(tr_idx), "test": srcs.subset(te_idx),
-                "train_full": full.subset(tr_idx), "test_full": full.subset(te_idx),
-                "target_train": tgt.subset(tr_idx), "target_test": tgt.subset(te_idx),
-                "target": study.target_task, "y_train": study.y[tr_idx],
-                "z_train": study.z[tr_idx], "z_test": study.z[te_idx], "seed": int(seed),
-                "latent_dim": latent_dim, "plvm_params": dict(plvm_params or {}),
-                "n_train_neural": min(k, n_train_neural or k),
-            }  # fmt: skip
-            for name, source_sets in models.items():
-                runner = MODELS[_known(name)][0]
-                for sources in source_sets:
-                    t0 = time.perf_counter()
-                    p, r2 = runner(ctx, list(sources))
-                    row = {"tau": tau, "seed": int(seed), "model": name,
-                           "sources": "+".join(sources)}  # fmt: skip
-                    row.update(scores(study.y[te_idx], p))
-                    row.update(probe_r2=r2, fit_s=time.perf_counter() - t0)
-                    rows.append(row)
+    jobs = [
+        (tau, int(seed), name, list(sources))
+        for tau in taus
+        for seed in seeds
+        for name, source_sets in models.items()
+        for sources in source_sets
+    ]
+    rows, contexts = [], {}
+    for name in models:
+        _known(name)
+    for tau, seed, name, sources in show_progress(
+        jobs, enabled=progress, desc="cross-task benchmark", total=len(jobs)
+    ):
+        if (tau, seed) not in contexts:
+            contexts[tau, seed] = _context(study, tau, seed, tr_idx, te_idx, latent_dim,
+                                           plvm_params, min(k, n_train_neural or k))  # fmt: skip
+        t0 = time.perf_counter()
+        p, r2 = MODELS[_known(name)][0](contexts[tau, seed], sources)
+        row = {"tau": tau, "seed": seed, "model": name, "sources": "+".join(sources)}
+        row.update(scores(study.y[te_idx], p))
+        row.update(probe_r2=r2, fit_s=time.perf_counter() - t0)
+        rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _context(
+    study: SimulatedStudy,
+    tau: float,
+    seed: int,
+    tr_idx: np.ndarray,
+    te_idx: np.ndarray,
+    latent_dim: int,
+    plvm_params: Mapping[str, Any] | None,
+    n_train_neural: int,
+) -> dict[str, Any]:
+    """The training and test views of one (tau, seed) shared by every model."""
+    src = list(study.source_tasks)
+    part = study.traces.truncate(frac=tau)
+    srcs, tgt = part.select_tasks(src), part.select_tasks([study.target_task])
+    full = study.traces.select_tasks(src)
+    return {
+        "train": srcs.subset(tr_idx), "test": srcs.subset(te_idx),
+        "train_full": full.subset(tr_idx), "test_full": full.subset(te_idx),
+        "target_train": tgt.subset(tr_idx), "target_test": tgt.subset(te_idx),
+        "target": study.target_task, "y_train": study.y[tr_idx],
+        "z_train": study.z[tr_idx], "z_test": study.z[te_idx], "seed": seed,
+        "latent_dim": latent_dim, "plvm_params": dict(plvm_params or {}),
+        "n_train_neural": n_train_neural,
+    }  # fmt: skip
 
 
 def _known(name: str) -> str:

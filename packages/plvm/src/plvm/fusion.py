@@ -23,6 +23,21 @@ def _stack(xs: Sequence[Tensor] | Tensor) -> Tensor:
     return xs if isinstance(xs, Tensor) else torch.stack(list(xs), 0)
 
 
+def _check_shapes(
+    mu_t: Tensor, lv_t: Tensor, present_mask: Sequence[Tensor] | Tensor | None
+) -> None:
+    if mu_t.dim() != 3 or mu_t.shape != lv_t.shape:
+        raise ValueError(
+            f"mus and logvars must both have shape (T, N, D), got {tuple(mu_t.shape)} and "
+            f"{tuple(lv_t.shape)}"
+        )
+    if present_mask is not None and tuple(_stack(present_mask).shape) != tuple(mu_t.shape[:2]):
+        raise ValueError(
+            f"present_mask must have shape (T, N) = {tuple(mu_t.shape[:2])}, got "
+            f"{tuple(_stack(present_mask).shape)}"
+        )
+
+
 def poe(
     mus: Sequence[Tensor] | Tensor,
     logvars: Sequence[Tensor] | Tensor,
@@ -38,12 +53,16 @@ def poe(
     Returns:
         ``(mu, logvar)`` of the fused Gaussian, each ``(N, D)``.
 
+    Raises:
+        ValueError: If the shapes of ``mus``, ``logvars`` and ``present_mask`` disagree.
+
     Example:
         >>> mu, lv = poe(torch.ones(1, 1, 1), torch.zeros(1, 1, 1))
         >>> float(mu), float(lv.exp())
         (0.5, 0.5)
     """
     mu_t, lv_t = _stack(mus), _stack(logvars)
+    _check_shapes(mu_t, lv_t, present_mask)
     prec_t = torch.exp(-lv_t)  # sigma_t^{-2}; exp(-inf) = 0 for an uninformative expert
     if present_mask is not None:
         m = _stack(present_mask).to(mu_t.dtype).unsqueeze(-1)
@@ -64,6 +83,7 @@ def moe_moments(
     A person with no present expert gets the prior ``N(0, I)``.
     """
     mu_t, lv_t = _stack(mus), _stack(logvars)
+    _check_shapes(mu_t, lv_t, present_mask)
     T = mu_t.shape[0]
     m = (
         torch.ones(mu_t.shape[:2], dtype=mu_t.dtype, device=mu_t.device)
@@ -92,6 +112,7 @@ def moe_sample(
     The component is drawn uniformly among the present experts (prior if none).
     """
     mu_t, lv_t = _stack(mus), _stack(logvars)
+    _check_shapes(mu_t, lv_t, present_mask)
     T, N, D = mu_t.shape
     m = (
         torch.ones((T, N), dtype=torch.bool, device=mu_t.device)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from plvm._validation import check_number
 from plvm.traces import SWITCHED, TraceSet
 
 __all__ = ["mean_run_length", "run_length_labels", "zone_strategy_labels"]
@@ -33,7 +34,7 @@ def zone_strategy_labels(
     with a trace). Persons without a trace get NaN.
 
     Raises:
-        ValueError: On an unknown task, rule or threshold.
+        ValueError: On an unknown task, rule or threshold (or a NaN/inf threshold).
     """
     if rule != "run_length":
         raise ValueError(f"unknown rule {rule!r}; choose 'run_length'")
@@ -41,7 +42,7 @@ def zone_strategy_labels(
     if threshold == "median":
         thr = float(np.nanmedian(rl))
     elif isinstance(threshold, int | float) and not isinstance(threshold, bool):
-        thr = float(threshold)
+        thr = check_number(threshold, "threshold")
     else:
         raise ValueError(f"threshold must be 'median' or a number, got {threshold!r}")
     y = (rl > thr).astype(np.float64)

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from plvm._validation import check_binary, check_latent_dim
+from plvm._validation import check_binary, check_int, check_latent_dim, check_number
 
 __all__ = ["PLVMLinear"]
 
@@ -74,10 +74,25 @@ class PLVMLinear:
 
     # ------------------------------------------------------------------ inputs
     def _inputs(self, stats: StatsByTask, tasks: Sequence[str]) -> dict[str, np.ndarray]:
+        if not isinstance(stats, Mapping):
+            raise TypeError(
+                f"stats_by_task must be a dict {{task: (N, d) array}}, got {type(stats).__name__}"
+            )
+        if not stats:
+            raise ValueError("stats_by_task is empty: give at least one task's statistics")
         unknown = [t for t in stats if t not in tasks]
         if unknown:
             raise ValueError(f"unknown task(s) {unknown}; the model knows {list(tasks)}")
-        out = {t: np.asarray(s, dtype=np.float64) for t, s in stats.items()}
+        out = {}
+        for t, s in stats.items():
+            try:
+                out[t] = np.asarray(s, dtype=np.float64)
+            except (TypeError, ValueError) as e:
+                raise TypeError(f"stats_by_task[{t!r}] must be numeric") from e
+            if np.isinf(out[t]).any():
+                raise ValueError(
+                    f"stats_by_task[{t!r}] holds inf; only a NaN row may mark a missing task"
+                )
         ns = {t: len(s) for t, s in out.items()}
         if len(set(ns.values())) > 1:
             raise ValueError(f"stats_by_task have different numbers of persons: {ns}")
@@ -97,12 +112,29 @@ class PLVMLinear:
         Args:
             stats_by_task: ``{task: (N, d_t)}``; a row of NaN marks a missing task.
             y: Optional 0/1 labels (NaN = unknown) for the target head.
+
+        Raises:
+            TypeError: Statistics that are not numeric, or a non-integer ``max_iter``.
+            ValueError: No tasks, a 1-D statistic, inf values, a task with fewer than two
+                observed persons, mismatched numbers of persons, bad labels, or a
+                hyper-parameter out of range (``max_iter < 1``, ``C <= 0``, NaN, ...).
         """
         D = check_latent_dim(self.latent_dim)
-        S = self._inputs(stats_by_task, list(stats_by_task))
+        check_int(self.max_iter, "max_iter", 1)
+        check_number(self.tol, "tol", low=0.0)
+        check_number(self.min_var, "min_var", low=0.0)
+        check_number(self.C, "C", low=0.0, low_open=True)
+        known = list(stats_by_task) if isinstance(stats_by_task, Mapping) else []
+        S = self._inputs(stats_by_task, known)
         self.tasks_ = list(S)
         rng = np.random.default_rng(self.random_state)
         pres = {t: self._present(s) for t, s in S.items()}
+        few = {t: int(p.sum()) for t, p in pres.items() if p.sum() < 2}
+        if few:
+            raise ValueError(
+                f"every task needs >= 2 persons with finite statistics; got {few} "
+                "(a row with a NaN marks a missing task)"
+            )
         # standardise each task's statistics (fit in that space, map back at the end)
         loc = {t: np.nanmean(s[pres[t]], 0) for t, s in S.items()}
         sc = {t: np.nanstd(s[pres[t]], 0) + 1e-9 for t, s in S.items()}

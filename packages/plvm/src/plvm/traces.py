@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from plvm._validation import check_fraction, check_progress
+from plvm._validation import check_finite, check_fraction, check_int, check_progress
 
 EVENT_COLUMNS = (
     "step",
@@ -60,8 +60,18 @@ class TraceSet:
 
     def __post_init__(self) -> None:
         self.person_ids = np.asarray(self.person_ids)
+        if self.person_ids.ndim != 1:
+            raise ValueError(
+                f"person_ids must be 1-D (one id per person), got shape {self.person_ids.shape}"
+            )
         self.tasks = list(self.tasks)
+        if not isinstance(self.events, Mapping):
+            raise TypeError(
+                "events must be a dict {task: [trace per person]}, got "
+                f"{type(self.events).__name__}"
+            )
         n = len(self.person_ids)
+        width = len(EVENT_COLUMNS) + len(self.extra_columns)
         for t in self.tasks:
             if t not in self.events:
                 raise ValueError(f"events has no entry for task {t!r}")
@@ -69,13 +79,42 @@ class TraceSet:
                 raise ValueError(
                     f"events[{t!r}] has {len(self.events[t])} traces but there are {n} persons"
                 )
-            for tr in self.events[t]:
+            for i, tr in enumerate(self.events[t]):
                 if tr is not None and len(tr):
-                    check_progress(tr[:, PBEFORE], f"progress_before in task {t!r}")
-                    check_progress(tr[:, PAFTER], f"progress_after in task {t!r}")
+                    check_trace(tr, width, f"events[{t!r}][{i}]")
 
     def __len__(self) -> int:
         return len(self.person_ids)
+
+    @property
+    def shape(self) -> tuple[int]:
+        """``(n_persons,)``: lets scikit-learn count and index persons like array rows."""
+        return (len(self.person_ids),)
+
+    def __getitem__(self, key: Any) -> TraceSet:
+        """The persons ``key`` as a TraceSet: an int, a slice, integer indices or a boolean mask.
+
+        This is how scikit-learn's splitters and ``cross_val_score`` take folds of persons
+        (``_safe_indexing`` calls ``traces[indices, ...]``). An int keeps a one-person TraceSet.
+        Select tasks with :meth:`select_tasks`.
+        """
+        if isinstance(key, tuple):  # numpy-style row indexing: traces[rows, ...]
+            if len(key) == 2 and key[1] is Ellipsis:
+                key = key[0]
+            else:
+                raise TypeError(
+                    f"a TraceSet is indexed by persons only (traces[rows]), got the key {key!r}"
+                )
+        if isinstance(key, str):
+            raise TypeError(
+                f"a TraceSet is indexed by persons, got the string {key!r}; use "
+                "select_tasks([...]) to choose tasks"
+            )
+        if isinstance(key, slice):
+            return self.subset(np.arange(len(self))[key])
+        if isinstance(key, int | np.integer) and not isinstance(key, bool):
+            return self.subset([key])
+        return self.subset(key)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -97,14 +136,18 @@ class TraceSet:
         with ``zone_positions`` (default: the zone id itself if numeric, else 1 per switch).
 
         Raises:
-            ValueError: On missing columns (all listed), timestamps that decrease within a
-                trace, or progress outside ``[0, 1]``.
+            TypeError: If ``df`` is not a DataFrame or a time, progress or extra column is
+                not numeric.
+            ValueError: On an empty DataFrame, missing columns (all listed), missing ids or
+                zones, NaN/inf times or extra values, timestamps that decrease within a trace,
+                or progress outside ``[0, 1]``.
         """
         extra = list(extra_cols or [])
         required = [person_col, task_col, time_col, zone_col, progress_col, *extra]
-        missing = [c for c in required if c not in df.columns]
-        if missing:
-            raise ValueError(f"DataFrame is missing required columns: {missing}")
+        check_frame(df, required)
+        for c in (time_col, *extra):
+            numeric_column(df, c)
+        numeric_column(df, progress_col, finite=False)  # checked per trace against [0, 1]
         persons = list(dict.fromkeys(df[person_col].tolist()))
         tasks = [str(t) for t in dict.fromkeys(df[task_col].tolist())]
         index = {p: i for i, p in enumerate(persons)}
@@ -138,10 +181,38 @@ class TraceSet:
 
     # ------------------------------------------------------------------ views
     def subset(self, idx: Sequence[int] | np.ndarray) -> TraceSet:
-        """The persons ``idx`` (indices or a boolean mask), same tasks."""
-        idx = np.arange(len(self))[np.asarray(idx)]
-        ev = {t: [self.events[t][i] for i in idx] for t in self.tasks}
-        return TraceSet(self.person_ids[idx], self.tasks, ev, self.extra_columns)
+        """The persons ``idx`` (indices or a boolean mask), same tasks.
+
+        Raises:
+            TypeError: If ``idx`` is neither integers nor booleans.
+            IndexError: If an index is out of range or a mask has the wrong length.
+        """
+        key = np.asarray(idx)
+        n = len(self)
+        if key.dtype == bool:
+            if key.shape != (n,):
+                raise IndexError(
+                    f"a boolean mask of persons must have shape ({n},), got {key.shape}"
+                )
+            rows = np.flatnonzero(key)
+        elif key.size == 0:
+            rows = np.zeros(0, dtype=int)
+        elif key.dtype.kind in "iu":
+            rows = key.ravel().astype(np.int64)
+            if key.ndim > 1:
+                raise IndexError(f"person indices must be 1-D, got shape {key.shape}")
+            bad = (rows < -n) | (rows >= n)
+            if bad.any():
+                raise IndexError(
+                    f"person index {int(rows[bad][0])} is out of range for {n} persons"
+                )
+            rows = np.where(rows < 0, rows + n, rows)
+        else:
+            raise TypeError(
+                f"persons are selected by integer indices or a boolean mask, got dtype {key.dtype}"
+            )
+        ev = {t: [self.events[t][i] for i in rows] for t in self.tasks}
+        return TraceSet(self.person_ids[rows], self.tasks, ev, self.extra_columns)
 
     def select_tasks(self, tasks: Sequence[str]) -> TraceSet:
         """Only ``tasks`` (unknown names raise)."""
@@ -213,6 +284,8 @@ class TraceSet:
         ``max_len`` events. ``F = 7 +`` the number of extra columns (see :data:`FEATURES`).
         """
         self.check_tasks([task])
+        if max_len is not None:
+            check_int(max_len, "max_len", 1)
         n_extra = len(self.extra_columns)
         lengths = self.lengths(task)
         L = int(lengths.max()) if len(lengths) else 0
@@ -228,6 +301,47 @@ class TraceSet:
             X[i, : len(tr)] = event_features(tr)
             mask[i, : len(tr)] = True
         return X, mask
+
+
+def check_frame(df: Any, required: Sequence[str]) -> None:
+    """``df`` must be a non-empty DataFrame with ``required`` columns and no missing ids."""
+    if not (hasattr(df, "columns") and hasattr(df, "groupby")):
+        raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
+    missing = [c for c in required if c not in df.columns]
+    if missing:
+        raise ValueError(f"DataFrame is missing required columns: {missing}")
+    if len(df) == 0:
+        raise ValueError("df has no rows: a TraceSet needs at least one event")
+    for c in required[:2] + required[3:4]:  # person, task and zone ids
+        n_missing = int(df[c].isna().sum())
+        if n_missing:
+            raise ValueError(f"column {c!r} has {n_missing} missing value(s) (NaN/None)")
+
+
+def numeric_column(df: Any, col: str, finite: bool = True) -> np.ndarray:
+    """Column ``col`` as finite float64 (TypeError if not numeric, ValueError on NaN/inf)."""
+    try:
+        x = df[col].to_numpy(dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"column {col!r} must be numeric, got dtype {df[col].dtype}") from e
+    if finite:
+        check_finite(x, f"column {col!r}")
+    return x
+
+
+def check_trace(tr: Any, width: int, name: str) -> None:
+    """One trace: a numeric ``(L, width)`` array, finite, progress in ``[0, 1]``."""
+    a = np.asarray(tr)
+    if a.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be a numeric array, got dtype {a.dtype}")
+    if a.ndim != 2 or a.shape[1] != width:
+        raise ValueError(
+            f"{name} must have shape (L, {width}) (the columns {EVENT_COLUMNS} plus the extra "
+            f"columns), got {a.shape}"
+        )
+    check_finite(a, name)
+    check_progress(a[:, PBEFORE], f"progress_before of {name}")
+    check_progress(a[:, PAFTER], f"progress_after of {name}")
 
 
 def event_features(tr: np.ndarray) -> np.ndarray:

@@ -17,6 +17,7 @@ import numpy as np
 import torch
 from bptt_grid import bptt_grid
 from classifier import classifier
+from default_remedy import default_memory
 from long_runs import memory, step_time
 from tasks import (
     PROBE_ESTIMATORS,
@@ -223,6 +224,7 @@ BENCHMARKS = {
     "memory": memory,
     "step_time": step_time,
     "classifier": classifier,
+    "default_memory": default_memory,
 }
 
 

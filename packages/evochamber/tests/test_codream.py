@@ -137,3 +137,27 @@ def test_bad_codream_inputs():
         CoDream(None, route_scope="world")
     with pytest.raises(ValueError, match="max_insights must be >= 1"):
         CoDream(None, max_insights=0)
+
+
+def test_cold_start_when_no_answered_agent_sits_below_the_median(make_pop):
+    """Issue 43: one agent answered n0 (c = 0.4); every other agent sits at the 0.5 prior.
+
+    No agent that answered n0 is below the median, so there is no weak side to route to: the
+    spec's cold start gives the holder's knowledge to every other member (the old rule gave
+    it to nobody, since the unanswered members at 0.5 counted as donors).
+    """
+    pop = make_pop([[0.4], [0.5], [0.5], [0.5]], [[3], [0], [0], [0]])
+    team = pop.agents[:3]
+    plan = plan_routing(pop, team, "n0")
+    assert plan.cold_start
+    held = Insight("h", "n0", "trick", source="agent:a00", quality=0.9, key="h")
+    rep = CoDream(OneInsightPolicy([held])).run(team, Task("t", "n0", "p"), FAIL, pop, 0)
+    assert rep.recipients == ["a01", "a02"]
+
+
+def test_cold_start_is_rare_once_the_niche_has_a_gradient(make_pop):
+    pop = make_pop([[0.9], [0.2], [0.6], [0.4]], [[5], [5], [5], [5]])
+    plan = plan_routing(pop, pop.agents[:3], "n0")
+    assert not plan.cold_start
+    assert plan.donors == ["a00", "a02"]
+    assert plan.recipients == ["a01"]

@@ -40,9 +40,9 @@ def test_save_load_resumes_exactly(tmp_path):
     half.run(tasks[:100])
     half.save(tmp_path / "state.json", tasks[:100])
     back = EvoChamber.load(tmp_path / "state.json", SimPolicy(WORLD))
-    back.policy.counter = half.policy.counter  # the simulator's answer counter is not engine state
-    back.run(tasks[100:])
+    back.run(tasks[100:])  # issue 43: the simulator's counters travel with the state
     assert back.log.digest() == full.log.digest()
+    assert json.dumps(back.state(), sort_keys=True) == json.dumps(full.state(), sort_keys=True)
     assert json.loads((tmp_path / "state.json").read_text())["tasks"][0]["task_id"] == "t00000"
 
 
@@ -136,3 +136,29 @@ def test_bad_streams(tmp_path):
         eng.run([t[0], t[0]])
     with pytest.raises(ValueError, match="meta that is not JSON-serialisable"):
         eng.save(tmp_path / "s.json", [Task("x", "n0", "p", meta={"f": object()})])
+
+
+@pytest.mark.parametrize("cut", [37, 50, 149])
+def test_resume_mid_period_is_bit_for_bit(tmp_path, cut):
+    tasks = WORLD.make_stream(160, seed=4)
+    cfg = EvoConfig(period=25, min_age=25, route_scope="active")
+    full = EvoChamber(SimPolicy(WORLD), cfg, seed=4)
+    full.run(tasks)
+    half = EvoChamber(SimPolicy(WORLD), EvoConfig(**vars(cfg)), seed=4)
+    half.run(tasks[:cut])
+    half.save(tmp_path / "s.json")
+    back = EvoChamber.load(tmp_path / "s.json", SimPolicy(WORLD))
+    back.run(tasks[cut:])
+    assert json.dumps(back.state(), sort_keys=True) == json.dumps(full.state(), sort_keys=True)
+    assert back.policy.state() == full.policy.state()
+
+
+def test_every_member_is_updated_under_solo_verify():
+    """Spec step 4: s_a = own answer if known, else the team outcome (issue 43 audit, 4a)."""
+    eng, log = run(EvoConfig(structure="SOLO_VERIFY", lifecycle=False), n=30)
+    counts = {a.agent_id: sum(a.counts.values()) for a in eng.population}
+    seen = {}
+    for s in log.steps:
+        for aid in s["team"]:
+            seen[aid] = seen.get(aid, 0) + 1
+    assert {a: c for a, c in counts.items() if c} == seen

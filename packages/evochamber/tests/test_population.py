@@ -122,3 +122,23 @@ def test_bad_population_inputs():
         Population.blank(3, n_min=5, n_max=3)
     with pytest.raises(ValueError, match="period must be >= 1"):
         Lifecycle(period=0)
+
+
+def test_coverage_starts_below_threshold_and_seeds_an_unanswered_niche():
+    """Issue 43: blank agents sit at the 0.5 prior, which is not coverage."""
+    pop = Population.blank(4, n_min=2, n_max=6)
+    for k in ("n0", "n1"):
+        pop.see(k)
+    assert niche_coverage(pop) == 0.0
+    ev = Lifecycle(prune=False, merge=False, fork=False).step(pop, 50)
+    assert [(e.kind, e.niche) for e in ev] == [("seed", "n0"), ("seed", "n1")]
+    a = pop.agents[0]
+    a.update_competence("n0", 1.0, 0.15)
+    assert a.covers("n0")
+    assert not a.covers("n1")
+    assert niche_coverage(pop) == 0.5
+
+
+def test_fork_has_no_cooldown_by_default():
+    assert EvoConfig().fork_cooldown == 0
+    assert Lifecycle().fork_cooldown == 0

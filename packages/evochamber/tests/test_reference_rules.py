@@ -113,14 +113,6 @@ def test_routing_plan_matches_the_reference(seed, make_pop):
         assert not set(plan.donors) & set(plan.recipients)
 
 
-COLD = pytest.mark.xfail(
-    strict=False,
-    reason="issue 43: a niche where no answered agent sits below the median sends held "
-    "knowledge to nobody (or to unanswered agents) instead of every member",
-)
-
-
-@COLD
 @pytest.mark.parametrize("seed", range(4))
 def test_codream_recipients_match_the_reference(seed, make_pop):
     """Failures and dissent, held and new lessons, team and active scope, cold starts."""
@@ -212,9 +204,6 @@ def test_fork_matches_the_reference(seed, make_pop):
     assert forked >= 5
 
 
-@pytest.mark.xfail(
-    strict=True, reason="issue 43: blank agents at the 0.5 prior count as covering a niche"
-)
 @pytest.mark.parametrize("seed", range(4))
 def test_seed_matches_the_reference(seed, make_pop):
     rng = np.random.default_rng(60 + seed)

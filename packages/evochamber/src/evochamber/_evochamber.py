@@ -79,7 +79,7 @@ class EvoConfig:
     fork_c: float = 0.7
     cover_c: float = 0.5
     min_age: int = 100
-    fork_cooldown: int = 300
+    fork_cooldown: int = 0
     retrieve_r: int = 4
     memory: bool = True
     shared_memory: bool = False
@@ -182,6 +182,23 @@ def validate_stream(stream: Iterable[Task], tagger: Callable[[Task], str] | None
         if task.niche is None and tagger is None:
             raise ValueError(f"task {task.task_id!r} has no niche and no NicheTagger was given")
     return tasks
+
+
+def policy_state(policy: Any) -> dict[str, Any]:
+    """What a resumed run needs of the policy: its own ``state()`` or its call/token counters."""
+    if callable(getattr(policy, "state", None)):
+        return dict(policy.state())
+    return {"calls": int(getattr(policy, "calls", 0)), "tokens": int(getattr(policy, "tokens", 0))}
+
+
+def load_policy_state(policy: Any, d: Mapping[str, Any]) -> None:
+    """Restore :func:`policy_state`'s output into ``policy``."""
+    if callable(getattr(policy, "load_state", None)):
+        policy.load_state(dict(d))
+        return
+    for name in ("calls", "tokens"):
+        if name in d and hasattr(policy, name):
+            setattr(policy, name, int(d[name]))
 
 
 class EvoChamber:
@@ -337,24 +354,26 @@ class EvoChamber:
         structure: Structure,
         ctx: StepContext,
     ) -> None:
-        """EWMA competence, counts, experience, learning by doing (step 4)."""
+        """EWMA competence, counts, experience, learning by doing (step 4).
+
+        Every member is updated: s_a is its own answer's correctness when it answered and that
+        is known, else the team outcome (the supplement and scout of SOLO_VERIFY).
+        """
         k = task.niche or ""
         for a in team:
-            if a.agent_id not in outcome.member_answers:
-                continue
-            own = outcome.member_correct.get(a.agent_id, outcome.success)
-            s = float(own) if own is not None else (1.0 if outcome.success else 0.0)
-            if own is not None or outcome.success is not None:
-                a.update_competence(k, s, self.config.lam)
+            answered = a.agent_id in outcome.member_answers
+            own = outcome.member_correct.get(a.agent_id) if answered else None
+            s = own if own is not None else outcome.success  # spec: else the team outcome
+            if s is not None:
+                a.update_competence(k, float(s), self.config.lam)
             else:
                 a.counts[k] = a.n(k) + 1
+            answer = outcome.member_answers.get(a.agent_id, outcome.answer)
             a.archive.experiences.append(
-                Experience(
-                    task.task_id, k, outcome.member_answers[a.agent_id], own, ctx.t, structure.name
-                )
+                Experience(task.task_id, k, answer, s, ctx.t, structure.name)
             )
-            if self.config.memory:
-                for ins in self.policy.learn(a, task, own, ctx):
+            if self.config.memory and answered:  # learning by doing: the solvers only
+                for ins in self.policy.learn(a, task, s, ctx):
                     a.archive.add(ins, ctx.t, protect=a.top_niche())
 
     def _reflect(
@@ -395,6 +414,7 @@ class EvoChamber:
             "lifecycle": self.lifecycle.state(),
             "recent": [[k, list(ids)] for k, ids in self._recent],
             "rng": self.rng.bit_generator.state,
+            "policy": policy_state(self.policy),
             "log": self.log.to_dict(),
         }
 
@@ -447,5 +467,6 @@ class EvoChamber:
         eng.lifecycle.load_state(state["lifecycle"])
         eng._recent.extend((k, tuple(ids)) for k, ids in state["recent"])
         eng.rng.bit_generator.state = state["rng"]
+        load_policy_state(policy, state.get("policy", {}))
         eng.log = RunLog(state["log"]["steps"], state["log"]["events"])
         return eng

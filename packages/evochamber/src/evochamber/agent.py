@@ -42,6 +42,14 @@ class Agent:
         """``n[a, niche]``."""
         return self.counts.get(niche, 0)
 
+    def covers(self, niche: str, threshold: float = 0.5) -> bool:
+        """Whether it answered ``niche`` and reached ``c >= threshold`` there.
+
+        The 0.5 prior of a niche it never answered is no evidence of competence: without the
+        ``n >= 1`` condition every blank agent would cover every niche at the spec's 0.5.
+        """
+        return self.n(niche) >= 1 and self.c(niche) >= threshold
+
     def top_niche(self) -> str | None:
         """The niche of highest competence among those it answered (ties: first seen)."""
         seen = [k for k, v in self.counts.items() if v >= 1]

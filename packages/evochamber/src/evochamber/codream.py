@@ -38,17 +38,18 @@ def is_guarded(agent: Agent, niche: str, guard: float) -> bool:
 
 @dataclass
 class RoutingPlan:
-    """Who gives and who receives niche-k knowledge after a CoDream."""
+    """Who gives and who receives niche-k knowledge after a CoDream.
+
+    ``cold_start``: the niche has no strong-to-weak gradient yet (no alive agent answered it,
+    no member reaches the median, or no agent that answered it sits below the median); then
+    every member receives.
+    """
 
     median: float | None
     donors: list[str]
     recipients: list[str]
     guarded: list[str]
-
-    @property
-    def cold_start(self) -> bool:
-        """No donor: every member receives."""
-        return not self.donors
+    cold_start: bool = False
 
 
 def plan_routing(
@@ -62,23 +63,25 @@ def plan_routing(
 ) -> RoutingPlan:
     """The asymmetric routing rule on niche ``niche``.
 
-    median_k = median of c[., k] over alive agents with n[., k] >= 1 (none: cold start);
-    donors D = members with c >= median_k; recipients R = members with c < median_k, plus
+    median_k = median of c[., k] over alive agents with n[., k] >= 1; donors D = members with
+    c >= median_k; recipients R = members with c < median_k, plus
     (``scope="active"``) alive agents in ``active`` with c < median_k; agents guarded as
-    specialists of another niche never receive.
+    specialists of another niche never receive. Cold start (every member receives): no alive
+    agent answered k, no member is a donor, or no agent that answered k is below median_k.
     """
     seen = [a.c(niche) for a in population.agents if a.n(niche) >= 1]
     if not seen:
-        return RoutingPlan(None, [], [], [])
+        return RoutingPlan(None, [], [], [], cold_start=True)
     med = float(np.median(seen))
     donors = [a.agent_id for a in team if a.c(niche) >= med]
+    cold = not donors or not any(c < med for c in seen)
     pool = list(team)
     if scope == "active":
         ids = {a.agent_id for a in team}
         pool += [a for a in population.agents if a.agent_id in active and a.agent_id not in ids]
     guarded = [a.agent_id for a in pool if is_guarded(a, niche, guard)]
     recipients = [a.agent_id for a in pool if a.c(niche) < med and a.agent_id not in guarded]
-    return RoutingPlan(med, donors, recipients, guarded)
+    return RoutingPlan(med, donors, recipients, guarded, cold_start=cold)
 
 
 @dataclass
@@ -104,7 +107,8 @@ class CoDream:
 
     Routing of an insight (phase v, ``routing="asymmetric"``): knowledge a donor already
     held goes to the recipients R (the donors keep a short pitfall note); a lesson nobody held
-    goes to every member except guarded specialists; with no donor (cold start) every member
+    goes to every member except guarded specialists; at a cold start (no alive agent answered
+    k, no member reaches the median, or nobody who answered k sits below it) every member
     receives. ``"broadcast"``: every alive agent; ``"self"``: the reflector (the anchor) only;
     ``"off"``: CoDream never fires.
 
@@ -202,7 +206,8 @@ class CoDream:
                 agent = population.get(aid)
                 if agent.archive.add(ins, t, protect=agent.top_niche()):
                     report.delivered.setdefault(aid, []).append(ins.id)
-            if self.donor_notes and self.routing == "asymmetric" and self.known(ins, plan):
+            notes = self.donor_notes and self.routing == "asymmetric" and not plan.cold_start
+            if notes and self.known(ins, plan):
                 for aid in plan.donors:
                     self._note(population.get(aid), ins, t)
         report.recipients = sorted(report.delivered)

@@ -46,7 +46,8 @@ class Lifecycle:
       copies the archive, its competence is halved toward 0.5, counts reset, lineage kept;
       one fork per step (the niche with the largest deficit), bounded by N_max;
     * seed: a blank agent (``prime`` with niche k's best insights) when |P| < N_min or
-      niche k has no agent with c >= ``cover_c``.
+      niche k has no agent that answered it with c >= ``cover_c`` (:meth:`Agent.covers`: the
+      0.5 prior of an unanswered niche does not count).
 
     Each operator can be switched off (ablations).
     """
@@ -156,7 +157,7 @@ class Lifecycle:
     def _seed(self, population: Population, t: int) -> list[LifecycleEvent]:
         events = []
         uncovered = [
-            k for k in population.niches if not any(a.c(k) >= self.cover_c for a in population)
+            k for k in population.niches if not any(a.covers(k, self.cover_c) for a in population)
         ]
         needs = [None] * max(0, population.n_min - len(population)) + uncovered
         cap = population.agents[0].archive.capacity if population.agents else 8

@@ -65,12 +65,14 @@ def population_specialization(population: Population) -> float:
 
 
 def niche_coverage(population: Population, threshold: float = 0.5) -> float:
-    """Share of niches with an alive agent that answered them at competence >= ``threshold``."""
+    """Share of niches with an alive agent that answered them at competence >= ``threshold``.
+
+    Starts at 0 (no agent has answered anything: the 0.5 prior covers nothing), the criterion
+    of the lifecycle's seed operator (:meth:`~evochamber.agent.Agent.covers`).
+    """
     if not population.niches:
         return math.nan
-    covered = [
-        any(a.n(k) >= 1 and a.c(k) >= threshold for a in population) for k in population.niches
-    ]
+    covered = [any(a.covers(k, threshold) for a in population) for k in population.niches]
     return float(np.mean(covered))
 
 

@@ -36,6 +36,14 @@ class SimPolicy(BasePolicy):
         self.cfg = self.world.config
         self.counter = 0
 
+    def state(self) -> dict[str, int]:
+        """The simulator's counters (answer / insight ids, calls, tokens): part of a saved run."""
+        return {"counter": self.counter, "calls": self.calls, "tokens": self.tokens}
+
+    def load_state(self, d: dict[str, int]) -> None:
+        """Restore :meth:`state`'s output."""
+        self.counter, self.calls, self.tokens = int(d["counter"]), int(d["calls"]), int(d["tokens"])
+
     # ---- the agent model ---------------------------------------------------------------
     def held(self, agent: Agent) -> set[str]:
         """Subskills the agent holds as a helpful insight (quality >= 0.5, not a note)."""

@@ -9,11 +9,13 @@ from typing import Any
 
 import numpy as np
 
+from eva_cap._validation import check_int, check_real, check_texts, check_weights
 from eva_cap.decompose import Decomposer, GrammarDecomposer
 from eva_cap.grpo import GRPOConfig, GRPOTrainer
 from eva_cap.policy import index_batch
-from eva_cap.rewards import trl_reward_funcs
+from eva_cap.rewards import REWARD_NAMES, trl_reward_funcs
 from eva_cap.sft import quality_control, sft_train
+from methodkit import progress as progress_bar
 
 __all__ = ["EVACapResult", "eva_cap_train", "grpo_train"]
 
@@ -35,19 +37,41 @@ def grpo_train(
     clips_per_step: int = 8,
     random_state: int = 0,
     callback: Callable[[int, dict[str, float]], None] | None = None,
+    progress: bool | None = None,
 ) -> list[dict[str, float]]:
     """Run ``steps`` GRPO steps; returns the logs of every step.
 
     Each step takes ``clips_per_step`` clips drawn without replacement (reshuffled every
     epoch).
+
+    Args:
+        trainer: The :class:`~eva_cap.GRPOTrainer`.
+        data: Model inputs (first dimension N) and a ``gold_events`` column.
+        steps: GRPO steps (>= 0).
+        clips_per_step: Clips per step, in [1, N].
+        random_state: Seed of the clip order.
+        callback: Called as ``callback(step, log)`` after every step.
+        progress: Progress bar over the steps: ``None`` on a terminal only, ``True`` always,
+            ``False`` never (``TQDM_DISABLE=1`` silences it).
+
+    Raises:
+        ValueError: If ``data`` has no ``gold_events`` column, ``steps < 0`` or
+            ``clips_per_step`` is outside [1, N].
+        TypeError: If a count is not an int or ``callback`` is not callable.
     """
+    if "gold_events" not in data:
+        raise ValueError(f"data needs a 'gold_events' column, got columns {sorted(data)}")
+    if callback is not None and not callable(callback):
+        raise TypeError(f"callback must be callable, got {type(callback).__name__}")
     n = len(data["gold_events"])
+    steps = check_int("steps", steps)
+    clips_per_step = check_int("clips_per_step", clips_per_step)
     if steps < 0 or not 1 <= clips_per_step <= n:
         raise ValueError(f"need steps >= 0 and 1 <= clips_per_step <= {n}, got {steps}, "
                          f"{clips_per_step}")  # fmt: skip
     rng = np.random.default_rng(random_state)
     order, pos, logs = rng.permutation(n), 0, []
-    for i in range(steps):
+    for i in progress_bar(range(steps), progress, desc="EVA-Cap GRPO", total=steps):
         if pos + clips_per_step > n:
             order, pos = rng.permutation(n), 0
         log = trainer.step(index_batch(data, order[pos : pos + clips_per_step]))
@@ -73,6 +97,7 @@ def eva_cap_train(
     grpo_config: GRPOConfig | None = None,
     weights: Sequence[float] = (1.0, 1.0, 1.0),
     random_state: int = 0,
+    progress: bool | None = None,
 ) -> EVACapResult:
     r"""Train a captioner with EVA-Cap: event quality control, SFT, then event-reward GRPO.
 
@@ -97,13 +122,19 @@ def eva_cap_train(
         grpo_config: GRPO hyper-parameters (default :class:`GRPOConfig`).
         weights: ``(w_c, w_a, w_s)``.
         random_state: Seed of the minibatch orders (sampling seed: ``grpo_config.seed``).
+        progress: Progress bars of the SFT and GRPO loops: ``None`` on a terminal only,
+            ``True`` always, ``False`` never (``TQDM_DISABLE=1`` silences them).
 
     Returns:
         The QC mask, SFT losses, GRPO logs and the frozen reference.
 
     Raises:
-        ValueError: If no caption passes quality control, or ``captions`` and ``data`` differ
-            in length.
+        ValueError: If no caption passes quality control, ``captions`` and ``data`` differ
+            in length, ``data`` has no ``gold_events``, or a step count, learning rate,
+            threshold or weight is out of range (NaN and infinity included); all checked
+            before any training starts.
+        TypeError: If ``captions`` is a single str or holds a non-str, or a count is not an
+            int.
 
     References:
         EVA-Cap (NeurIPS 2026, abstract only; formulas inferred); Shao et al. 2024 (GRPO).
@@ -119,9 +150,19 @@ def eva_cap_train(
         1
     """
     dec = decomposer if decomposer is not None else GrammarDecomposer()
+    if "gold_events" not in data:
+        raise ValueError(f"data needs a 'gold_events' column, got columns {sorted(data)}")
     gold = data["gold_events"]
+    captions = check_texts("captions", captions)
     if len(captions) != len(gold):
         raise ValueError(f"{len(captions)} captions but {len(gold)} clips")
+    check_int("sft_steps", sft_steps)
+    check_int("sft_batch", sft_batch, low=1)
+    check_real("sft_lr", sft_lr, 0.0, strict=True)
+    check_real("qc_min_f1", qc_min_f1, 0.0, 1.0)
+    check_int("grpo_steps", grpo_steps)
+    check_int("clips_per_step", clips_per_step, low=1)
+    weights = check_weights("weights", weights, len(REWARD_NAMES))
     kept = quality_control(zip(captions, gold, strict=True), dec, qc_min_f1)  # step 1
     if not kept.any():
         raise ValueError(f"no caption passed quality control at min_f1={qc_min_f1}")
@@ -134,6 +175,7 @@ def eva_cap_train(
         sft_lr,
         batch_size=sft_batch,
         random_state=random_state,
+        progress=progress,
     )  # step 2; fmt: skip
     reference = copy.deepcopy(policy)  # step 3
     cfg = grpo_config if grpo_config is not None else GRPOConfig()
@@ -144,5 +186,5 @@ def eva_cap_train(
         cfg,
         metric_funcs=trl_reward_funcs(dec, components=True),
     )
-    logs = grpo_train(trainer, data, grpo_steps, clips_per_step, random_state)
+    logs = grpo_train(trainer, data, grpo_steps, clips_per_step, random_state, progress=progress)
     return EVACapResult(kept, losses, logs, reference)

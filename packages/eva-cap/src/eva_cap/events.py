@@ -9,6 +9,8 @@ from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
 
+from eva_cap._validation import check_real
+
 __all__ = [
     "MODALITIES",
     "AtomicEvent",
@@ -38,11 +40,13 @@ class AtomicEvent:
         subject: The entity, or for sounds the sound source ("dog", "someone off-screen").
         action: The verb ("run", "bark").
         obj: Optional object of the action.
-        t_start: Optional onset (any time unit).
-        t_end: Optional offset (``>= t_start``).
+        t_start: Optional onset (any time unit; a finite real number).
+        t_end: Optional offset (finite, ``>= t_start``).
 
     Raises:
-        ValueError: On an unknown modality, an empty subject or action, or ``t_end < t_start``.
+        ValueError: On an unknown modality, an empty subject or action, a NaN or infinite
+            time, or ``t_end < t_start``.
+        TypeError: On a time that is not a real number or an ``obj`` that is not a str.
     """
 
     modality: str
@@ -59,6 +63,11 @@ class AtomicEvent:
             value = getattr(self, name)
             if not isinstance(value, str) or not value.strip():
                 raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+        if self.obj is not None and not isinstance(self.obj, str):
+            raise TypeError(f"obj must be a str or None, got {self.obj!r}")
+        for name in ("t_start", "t_end"):
+            if getattr(self, name) is not None:
+                check_real(name, getattr(self, name))  # NaN would pass every comparison
         if self.t_start is not None and self.t_end is not None and self.t_end < self.t_start:
             raise ValueError(f"t_end must be >= t_start, got t_start={self.t_start}, "
                              f"t_end={self.t_end}")  # fmt: skip
@@ -78,9 +87,18 @@ class AtomicEvent:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> AtomicEvent:
-        """Inverse of :meth:`to_dict` (accepts ``"object"`` for ``obj``)."""
+        """Inverse of :meth:`to_dict` (accepts ``"object"`` for ``obj``).
+
+        Raises:
+            TypeError: If ``d`` is not a dict.
+            ValueError: If ``modality``, ``subject`` or ``action`` is missing, or on the
+                constructor's errors.
+        """
         if not isinstance(d, dict):
             raise TypeError(f"an event must be a dict, got {type(d).__name__}")
+        missing = [k for k in ("modality", "subject", "action") if k not in d]
+        if missing:
+            raise ValueError(f"event dict is missing {missing}: {d!r}")
         return cls(
             modality=d["modality"],
             subject=d["subject"],
@@ -143,13 +161,20 @@ class EventSet(Sequence[AtomicEvent]):
         relations: Explicit relations (``len(events) - 1``), needed when events lack times.
 
     Raises:
-        ValueError: If ``relations`` has the wrong length or is missing for untimed events.
+        TypeError: If ``events`` is not an iterable of :class:`AtomicEvent`.
+        ValueError: If ``relations`` has the wrong length, an unknown entry, or is missing for
+            untimed events.
     """
 
     def __init__(
         self, events: Iterable[AtomicEvent], relations: Sequence[Relation | str] | None = None
     ) -> None:
-        evs = list(events)
+        try:
+            evs = list(events)
+        except TypeError:
+            raise TypeError(
+                f"events must be an iterable of AtomicEvent, got {type(events).__name__}"
+            ) from None
         for e in evs:
             if not isinstance(e, AtomicEvent):
                 raise TypeError(f"events must be AtomicEvent, got {type(e).__name__}")
@@ -162,6 +187,10 @@ class EventSet(Sequence[AtomicEvent]):
                 raise ValueError("events without timestamps need explicit relations")
             rel = relations_from_intervals(evs) if self.timed else []
         else:
+            allowed = [r.value for r in Relation]
+            bad = [r for r in relations if r not in allowed]
+            if isinstance(relations, str) or bad:
+                raise ValueError(f"relations must be a list of {allowed}, got {relations!r}")
             rel = [Relation(r) for r in relations]
             if len(rel) != max(len(evs) - 1, 0):
                 raise ValueError(f"relations must have len(events) - 1 = {max(len(evs) - 1, 0)} "
@@ -188,12 +217,29 @@ class EventSet(Sequence[AtomicEvent]):
 
     @classmethod
     def coerce(cls, gold: Any) -> EventSet:
-        """An :class:`EventSet` from an EventSet, a list of events/dicts, or their JSON text."""
+        """An :class:`EventSet` from an EventSet, a list of events/dicts, or their JSON text.
+
+        Raises:
+            ValueError: If a JSON text does not parse (the decoder's message is kept), or on
+                the errors of :class:`AtomicEvent` and :class:`EventSet`.
+            TypeError: If ``gold`` (or the JSON it holds) is not one of the accepted forms.
+        """
         if isinstance(gold, EventSet):
             return gold
         if isinstance(gold, str):
-            gold = json.loads(gold)
-        if isinstance(gold, dict) and "events" in gold:
+            try:
+                gold = json.loads(gold)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"gold events are not valid JSON ({e}): {gold[:80]!r}") from None
+        if not isinstance(gold, (list, tuple, dict)):
+            raise TypeError(
+                "gold events must be an EventSet, a list of events or dicts, "
+                f'{{"events": [...], "relations": [...]}} or its JSON text; '
+                f"got {type(gold).__name__}"
+            )
+        if isinstance(gold, dict):
+            if "events" not in gold:
+                raise TypeError(f'a gold dict needs an "events" key, got keys {sorted(gold)}')
             evs = [e if isinstance(e, AtomicEvent) else AtomicEvent.from_dict(e)
                    for e in gold["events"]]  # fmt: skip
             return cls(evs, gold.get("relations"))

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from eva_cap._validation import check_int, check_real, check_weights
 from eva_cap.policy import CaptionPolicy, repeat_columns
 
 __all__ = [
@@ -36,11 +37,15 @@ STD_EPS = 1e-4  # TRL's epsilon in A = (r - mean) / (std + 1e-4)
 class GRPOConfig:
     """GRPO hyper-parameters; names follow ``trl.GRPOConfig``.
 
+    ``reward_weights`` may be negative (a penalty, as in TRL) but must be finite.
+
     Raises:
         ValueError: On ``num_generations < 2``, ``epsilon <= 0``, ``epsilon_high <= 0``,
-            ``beta < 0``, ``temperature <= 0``, ``num_iterations < 1``,
-            ``max_completion_length < 1`` or an unknown ``loss_type`` / ``scale_rewards`` /
+            ``beta < 0``, ``temperature <= 0``, ``learning_rate <= 0``,
+            ``max_grad_norm <= 0``, ``num_iterations < 1``, ``max_completion_length < 1``, a
+            NaN or infinite number, or an unknown ``loss_type`` / ``scale_rewards`` /
             ``multi_objective_aggregation``.
+        TypeError: On a count that is not an int or a number that is not real.
     """
 
     num_generations: int = 8
@@ -59,6 +64,19 @@ class GRPOConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
+        for name in ("num_generations", "num_iterations", "max_completion_length", "seed"):
+            check_int(name, getattr(self, name))
+        for name in ("beta", "epsilon", "temperature", "learning_rate"):
+            check_real(name, getattr(self, name))  # finite first: NaN passes every comparison
+        if self.epsilon_high is not None:
+            check_real("epsilon_high", self.epsilon_high)
+        if self.learning_rate <= 0:
+            raise ValueError(f"learning_rate must be > 0, got {self.learning_rate}")
+        if self.max_grad_norm is not None:
+            check_real("max_grad_norm", self.max_grad_norm, 0.0, strict=True)
+        if self.reward_weights is not None:
+            n = len(self.reward_weights) if hasattr(self.reward_weights, "__len__") else -1
+            check_weights("reward_weights", self.reward_weights, n, nonnegative=False)
         if self.num_generations < 2:
             raise ValueError(f"num_generations must be >= 2 (GRPO needs a group), "
                              f"got {self.num_generations}")  # fmt: skip
@@ -93,9 +111,16 @@ def group_advantages(rewards: Any, G: int, scale: str = "group") -> np.ndarray:
         scale: ``"group"``, ``"batch"`` or ``"none"``.
 
     Raises:
-        ValueError: On ``G < 2``, a length not divisible by ``G`` or an unknown ``scale``.
+        TypeError: If ``G`` is not an int.
+        ValueError: On ``G < 2``, no rewards, an infinite reward, a length not divisible by
+            ``G`` or an unknown ``scale``.
     """
     r = np.asarray(rewards, dtype=np.float64)
+    check_int("G", G)
+    if r.size == 0:
+        raise ValueError("rewards is empty")
+    if np.isinf(r).any():
+        raise ValueError("rewards contain infinite values (NaN marks a missing reward)")
     if G < 2:
         raise ValueError(f"G must be >= 2 (GRPO needs a group), got {G}")
     if r.ndim != 1 or r.size % G:
@@ -147,10 +172,19 @@ def grpo_token_loss(
 
     Returns:
         The scalar loss and stats ``kl`` (mean k3 per token), ``clip_ratio``.
+
+    Raises:
+        ValueError: On mismatched shapes or a missing ``logp_ref`` with ``beta > 0``.
     """
     if logp.shape != mask.shape or logp_old.shape != mask.shape:
         raise ValueError(f"logp {tuple(logp.shape)}, logp_old {tuple(logp_old.shape)} and mask "
                          f"{tuple(mask.shape)} must have the same shape")  # fmt: skip
+    if advantages.shape != (logp.shape[0],):
+        raise ValueError(f"advantages must have shape ({logp.shape[0]},) (one per sequence), "
+                         f"got {tuple(advantages.shape)}")  # fmt: skip
+    if logp_ref is not None and logp_ref.shape != mask.shape:
+        raise ValueError(f"logp_ref {tuple(logp_ref.shape)} and mask {tuple(mask.shape)} must "
+                         "have the same shape")  # fmt: skip
     m = mask.to(logp.dtype)
     a = advantages.to(logp.dtype)[:, None]
     rho = torch.exp(logp - logp_old)
@@ -215,6 +249,8 @@ class GRPOTrainer:
 
     Raises:
         ValueError: If ``cfg.reward_weights`` does not have one weight per reward callable.
+        TypeError: If a reward or metric function is not callable or ``cfg`` is not a
+            :class:`GRPOConfig`.
     """
 
     def __init__(
@@ -227,7 +263,12 @@ class GRPOTrainer:
         metric_funcs: Sequence[RewardFunc] = (),
     ) -> None:
         self.cfg = cfg if cfg is not None else GRPOConfig()
+        if not isinstance(self.cfg, GRPOConfig):
+            raise TypeError(f"cfg must be a GRPOConfig, got {type(self.cfg).__name__}")
         self.reward_funcs = list(reward_fn) if isinstance(reward_fn, list | tuple) else [reward_fn]
+        for f in [*self.reward_funcs, *metric_funcs]:
+            if not callable(f):
+                raise TypeError(f"reward and metric functions must be callable, got {f!r}")
         w = self.cfg.reward_weights
         self.weights = np.ones(len(self.reward_funcs)) if w is None else np.asarray(w, float)
         if self.weights.shape != (len(self.reward_funcs),):

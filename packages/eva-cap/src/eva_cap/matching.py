@@ -59,11 +59,21 @@ def match_events(
     """Maximum-similarity one-to-one matching (``scipy.optimize.linear_sum_assignment``).
 
     Pairs whose similarity is 0 are left unmatched.
+
+    Raises:
+        TypeError: If an entry of ``pred`` or ``gold`` is not an :class:`AtomicEvent`.
+        ValueError: If ``similarity`` returns a NaN, infinite or negative value.
     """
+    for name, seq in (("pred", pred), ("gold", gold)):
+        for i, e in enumerate(seq):
+            if not isinstance(e, AtomicEvent):
+                raise TypeError(f"{name}[{i}] must be an AtomicEvent, got {type(e).__name__}")
     n, m = len(gold), len(pred)
     if n == 0 or m == 0:
         return Matching((), n, m)
     sim = np.array([[similarity(p, g) for p in pred] for g in gold], dtype=float)
+    if not np.isfinite(sim).all() or (sim < 0).any():
+        raise ValueError("similarity must return finite values >= 0, got NaN/inf/negative")
     rows, cols = linear_sum_assignment(sim, maximize=True)
     pairs = tuple(
         (int(g), int(p), float(sim[g, p])) for g, p in zip(rows, cols, strict=True) if sim[g, p] > 0

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import kendalltau
 
+from eva_cap._validation import check_texts
 from eva_cap.decompose import Decomposer, GrammarDecomposer, ParsedCaption
 from eva_cap.events import EventSet
 from eva_cap.matching import Matching, match_events
@@ -27,8 +28,11 @@ __all__ = [
 def _parse_all(
     captions: Sequence[str], gold: Sequence[Any], decomposer: Decomposer | None
 ) -> list[tuple[ParsedCaption, EventSet, Matching]]:
+    captions = check_texts("captions", captions)
     if len(captions) != len(gold):
         raise ValueError(f"{len(captions)} captions but {len(gold)} gold event sets")
+    if not captions:
+        raise ValueError("captions is empty: no caption to score")
     dec = decomposer if decomposer is not None else GrammarDecomposer()
     out = []
     for c, g in zip(captions, gold, strict=True):
@@ -67,7 +71,15 @@ def sync_accuracy(
 
 
 def parse_rate(captions: Sequence[str], decomposer: Decomposer | None = None) -> float:
-    """Share of captions the decomposer parses."""
+    """Share of captions the decomposer parses.
+
+    Raises:
+        TypeError: If ``captions`` is a single str or holds a non-str.
+        ValueError: If ``captions`` is empty.
+    """
+    captions = check_texts("captions", captions)
+    if not captions:
+        raise ValueError("captions is empty: no caption to score")
     dec = decomposer if decomposer is not None else GrammarDecomposer()
     return _mean([float(dec(c).ok) for c in captions])
 
@@ -100,6 +112,12 @@ def evaluate_captions(
 ) -> dict[str, float]:
     """All metrics of a benchmark split.
 
+    Raises:
+        TypeError: If ``captions`` is a single str or holds a non-str, or a gold entry is not
+            an accepted form (see :meth:`~eva_cap.EventSet.coerce`).
+        ValueError: If ``captions`` is empty or its length differs from ``gold`` /
+            ``references``.
+
     Returns:
         ``event_f1``, ``attribution``, ``sync``, ``mean_event_score`` (mean of the three),
         ``parse_rate``, ``kendall_tau``, ``words`` (mean caption length) and, with
@@ -120,6 +138,9 @@ def evaluate_captions(
         "words": _mean([float(len(caption_words(c))) for c in captions]),
     }
     if references is not None:
+        references = check_texts("references", references)
+        if len(references) != len(captions):
+            raise ValueError(f"{len(captions)} captions but {len(references)} references")
         out["ref_words"] = _mean([float(len(caption_words(r))) for r in references])
         out["length_ratio"] = out["words"] / out["ref_words"]
     return out

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from eva_cap._validation import check_texts, check_weights
 from eva_cap.decompose import Decomposer, ParsedCaption
 from eva_cap.events import EventSet, Relation
 from eva_cap.matching import Matching, Similarity, exact_similarity, match_events, normalize
@@ -115,13 +116,16 @@ class EventRewards:
 
     Args:
         decomposer: Caption -> :class:`ParsedCaption`.
-        weights: ``(w_c, w_a, w_s)``.
+        weights: ``(w_c, w_a, w_s)``: finite, ``>= 0``, not all zero.
         aggregation: ``"gated"`` or ``"additive"``.
         similarity: Event similarity for matching.
         sync_mode: ``"connectives"`` or ``"timestamps"``.
 
     Raises:
-        ValueError: On weights of the wrong length or unknown aggregation / sync mode.
+        ValueError: On weights of the wrong length, negative, NaN, infinite or all zero, or an
+            unknown aggregation / sync mode.
+        TypeError: If ``decomposer`` or ``similarity`` is not callable or a weight is not a
+            number.
     """
 
     def __init__(
@@ -132,9 +136,14 @@ class EventRewards:
         similarity: Similarity = exact_similarity,
         sync_mode: str = "connectives",
     ) -> None:
-        if len(weights) != len(REWARD_NAMES):
+        if not callable(decomposer):
+            raise TypeError(f"decomposer must be callable, got {type(decomposer).__name__}")
+        if not callable(similarity):
+            raise TypeError(f"similarity must be callable, got {type(similarity).__name__}")
+        if isinstance(weights, (list, tuple)) and len(weights) != len(REWARD_NAMES):
             raise ValueError(f"weights must have {len(REWARD_NAMES)} entries {REWARD_NAMES}, "
                              f"got {len(weights)}")  # fmt: skip
+        weights = check_weights("weights", weights, len(REWARD_NAMES))
         if aggregation not in AGGREGATIONS:
             raise ValueError(f"aggregation must be one of {AGGREGATIONS}, got {aggregation!r}")
         if sync_mode not in SYNC_MODES:
@@ -146,7 +155,15 @@ class EventRewards:
         self.sync_mode = sync_mode
 
     def score(self, caption: str, gold: Any) -> dict[str, float]:
-        """The rewards of one caption: completeness, attribution, sync, format, total."""
+        """The rewards of one caption: completeness, attribution, sync, format, total.
+
+        Raises:
+            TypeError: If ``caption`` is not a str (an empty str is a valid, unparseable
+                caption) or ``gold`` is not an accepted form (see :meth:`EventSet.coerce`).
+            ValueError: If ``gold`` is JSON text that does not parse.
+        """
+        if not isinstance(caption, str):
+            raise TypeError(f"caption must be a str, got {type(caption).__name__}")
         gold = EventSet.coerce(gold)
         parsed = self.decomposer(caption)
         if not parsed.ok:
@@ -165,7 +182,13 @@ class EventRewards:
         return r
 
     def __call__(self, captions: Sequence[str], golds: Sequence[Any]) -> dict[str, np.ndarray]:
-        """Per-reward and total arrays, one entry per caption."""
+        """Per-reward and total arrays, one entry per caption.
+
+        Raises:
+            TypeError: If ``captions`` is a single str or holds a non-str.
+            ValueError: If ``captions`` and ``golds`` differ in length.
+        """
+        captions = check_texts("captions", captions)
         if len(captions) != len(golds):
             raise ValueError(f"{len(captions)} captions but {len(golds)} gold event sets")
         rows = [self.score(c, g) for c, g in zip(captions, golds, strict=True)]

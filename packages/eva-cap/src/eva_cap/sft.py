@@ -8,11 +8,13 @@ from typing import Any
 import numpy as np
 import torch
 
+from eva_cap._validation import check_int, check_real, check_texts
 from eva_cap.decompose import Decomposer
 from eva_cap.events import EventSet
 from eva_cap.matching import match_events
 from eva_cap.policy import index_batch
 from eva_cap.rewards import completeness_reward
+from methodkit import progress as progress_bar
 
 __all__ = ["quality_control", "sft_train"]
 
@@ -29,12 +31,17 @@ def quality_control(
         A boolean mask over ``pairs``.
 
     Raises:
-        ValueError: If ``min_f1`` is not in [0, 1].
+        ValueError: If ``min_f1`` is not in [0, 1] (NaN included).
+        TypeError: If a caption is not a str or ``decomposer`` is not callable.
     """
+    if not callable(decomposer):
+        raise TypeError(f"decomposer must be callable, got {type(decomposer).__name__}")
     if not 0 <= min_f1 <= 1:
         raise ValueError(f"min_f1 must be in [0, 1], got {min_f1}")
     keep = []
-    for caption, gold in pairs:
+    for i, (caption, gold) in enumerate(pairs):
+        if not isinstance(caption, str):
+            raise TypeError(f"caption {i} must be a str, got {type(caption).__name__}")
         p = decomposer(caption)
         gs = EventSet.coerce(gold)
         keep.append(p.ok and completeness_reward(match_events(p.events, gs.events)) >= min_f1)
@@ -53,6 +60,7 @@ def sft_train(
     random_state: int = 0,
     optimizer: torch.optim.Optimizer | None = None,
     weight_decay: float = 0.01,
+    progress: bool | None = None,
 ) -> list[float]:
     """Teacher-forced cross-entropy (mean over caption tokens) with AdamW.
 
@@ -67,28 +75,36 @@ def sft_train(
         random_state: Seed of the minibatch order.
         optimizer: Default AdamW(lr, weight_decay).
         weight_decay: AdamW weight decay.
+        progress: Progress bar over the steps: ``None`` on a terminal only, ``True`` always,
+            ``False`` never (``TQDM_DISABLE=1`` silences it).
 
     Returns:
         The loss of every step.
 
     Raises:
-        ValueError: On an empty dataset, mismatched lengths, ``steps < 0`` or ``lr <= 0``.
+        ValueError: On an empty dataset, mismatched lengths, ``steps < 0``, ``batch_size < 1``,
+            or an ``lr`` / ``weight_decay`` that is NaN, infinite or out of range.
+        TypeError: If ``captions`` is a single str or holds a non-str, or a count is not an
+            int.
     """
+    captions = check_texts("captions", captions)
     n = len(captions)
     if n == 0:
         raise ValueError("sft_train needs at least one caption")
     lens = {k: len(v) for k, v in inputs.items() if isinstance(v, torch.Tensor | list | tuple)}
     if any(v != n for v in lens.values()):
         raise ValueError(f"{n} captions but inputs have lengths {lens}")
-    if steps < 0 or lr <= 0:
-        raise ValueError(f"steps must be >= 0 and lr > 0, got steps={steps}, lr={lr}")
+    steps = check_int("steps", steps)
+    batch_size = check_int("batch_size", batch_size, low=1)
+    lr = check_real("lr", lr, 0.0, strict=True)
+    weight_decay = check_real("weight_decay", weight_decay, 0.0)
     tokens, mask = policy.encode_captions(list(captions), max_len)
     opt = optimizer or torch.optim.AdamW(policy.parameters(), lr=lr, weight_decay=weight_decay)
     rng = np.random.default_rng(random_state)
     order = rng.permutation(n)
     pos, losses = 0, []
     policy.train()
-    for _ in range(steps):
+    for _ in progress_bar(range(steps), progress, desc="EVA-Cap SFT", total=steps):
         if pos + min(batch_size, n) > n:
             order, pos = rng.permutation(n), 0
         idx = order[pos : pos + min(batch_size, n)]

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from eva_cap._validation import check_int, check_real
 from eva_cap.events import AtomicEvent, EventSet
 from eva_cap.synthetic.grammar import (
     DEFAULT_VOCAB,
@@ -54,7 +55,9 @@ class AVWorld:
         vocab: The grammar vocabulary.
 
     Raises:
-        ValueError: On ``T < 4``, ``noise < 0`` or ``not 1 <= min_events <= max_events``.
+        ValueError: On ``T < 4``, ``dv < 1``, ``da < 1``, a negative, NaN or infinite
+            ``noise`` or ``not 1 <= min_events <= max_events``.
+        TypeError: On a count that is not an int.
     """
 
     def __init__(
@@ -71,10 +74,14 @@ class AVWorld:
         bias: WebBias | None = None,
         vocab: Vocabulary = DEFAULT_VOCAB,
     ) -> None:
+        for name, value in (("T", T), ("dv", dv), ("da", da), ("min_events", min_events),
+                            ("max_events", max_events)):  # fmt: skip
+            check_int(name, value)
         if T < 4:
             raise ValueError(f"T must be >= 4, got {T}")
-        if noise < 0:
-            raise ValueError(f"noise must be >= 0, got {noise}")
+        check_int("dv", dv, low=1)
+        check_int("da", da, low=1)
+        check_real("noise", noise, 0.0)
         if not 1 <= min_events <= max_events:
             raise ValueError(f"need 1 <= min_events <= max_events, got {min_events}, "
                              f"{max_events}")  # fmt: skip
@@ -132,7 +139,13 @@ class AVWorld:
         return vis, aud
 
     def sample(self, n: int) -> list[Clip]:
-        """``n`` new clips (the sampler's state advances)."""
+        """``n`` new clips (the sampler's state advances).
+
+        Raises:
+            TypeError: If ``n`` is not an int.
+            ValueError: If ``n < 1``.
+        """
+        check_int("n", n)
         if n < 1:
             raise ValueError(f"n must be >= 1, got {n}")
         out = []
@@ -145,7 +158,14 @@ class AVWorld:
 
 
 def collate(clips: Sequence[Clip]) -> dict[str, object]:
-    """A batch: ``visual``/``audio`` tensors, ``gold_events``, ``reference``, ``web`` lists."""
+    """A batch: ``visual``/``audio`` tensors, ``gold_events``, ``reference``, ``web`` lists.
+
+    Raises:
+        ValueError: If ``clips`` is empty.
+    """
+    clips = list(clips)
+    if not clips:
+        raise ValueError("clips is empty: collate needs at least one clip")
     return {
         "visual": torch.from_numpy(np.stack([c.visual for c in clips])),
         "audio": torch.from_numpy(np.stack([c.audio for c in clips])),

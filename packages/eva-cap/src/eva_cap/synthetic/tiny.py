@@ -10,6 +10,7 @@ import torch
 from torch import nn
 from torch.nn import functional
 
+from eva_cap._validation import check_int, check_texts
 from eva_cap.policy import completion_mask
 from eva_cap.synthetic.grammar import DEFAULT_VOCAB, caption_words
 
@@ -33,7 +34,14 @@ class WordTokenizer:
 
         Longer captions are truncated to ``max_len`` tokens (EOS kept) with a
         ``UserWarning`` naming how many.
+
+        Raises:
+            TypeError: If ``captions`` is a single str or holds a non-str.
+            ValueError: If ``captions`` is empty or ``max_len < 1``.
         """
+        captions = check_texts("captions", captions)
+        if not captions:
+            raise ValueError("captions is empty: nothing to tokenize")
         if max_len < 1:
             raise ValueError(f"max_len must be >= 1, got {max_len}")
         rows, cut = [], 0
@@ -139,6 +147,10 @@ class TinyAVCaptioner(nn.Module):
         n_dec: Decoder layers.
         max_steps: Longest clip (T).
         max_len: Longest caption in tokens (EOS included).
+
+    Raises:
+        ValueError: On a size below 1 or ``d`` not divisible by ``nhead``.
+        TypeError: On a size that is not an int.
     """
 
     def __init__(
@@ -154,6 +166,13 @@ class TinyAVCaptioner(nn.Module):
         max_len: int = 40,
     ) -> None:
         super().__init__()
+        for name, value in (("dv", dv), ("da", da), ("d", d), ("nhead", nhead),
+                            ("max_steps", max_steps), ("max_len", max_len)):  # fmt: skip
+            check_int(name, value, low=1)
+        check_int("n_enc", n_enc)
+        check_int("n_dec", n_dec)
+        if d % nhead:
+            raise ValueError(f"d must be divisible by nhead, got d={d}, nhead={nhead}")
         self.tokenizer = tokenizer or WordTokenizer()
         self.dv, self.da, self.max_steps, self.max_len = dv, da, max_steps, max_len
         self.v_in, self.a_in = nn.Linear(dv, d), nn.Linear(da, d)
@@ -171,7 +190,8 @@ class TinyAVCaptioner(nn.Module):
         """Encoder memory ``[B, 2T, d]``.
 
         Raises:
-            ValueError: If the streams' shapes do not match the model or each other.
+            ValueError: If the streams' shapes do not match the model or each other, or
+                they hold NaN or infinite values.
         """
         if visual.ndim != 3 or audio.ndim != 3:
             raise ValueError(f"visual and audio must be [B, T, features], got "
@@ -182,6 +202,9 @@ class TinyAVCaptioner(nn.Module):
         if visual.shape[2] != self.dv or audio.shape[2] != self.da:
             raise ValueError(f"expected {self.dv} visual and {self.da} audio features, got "
                              f"{visual.shape[2]} and {audio.shape[2]}")  # fmt: skip
+        for name, x in (("visual", visual), ("audio", audio)):
+            if not bool(torch.isfinite(x).all()):
+                raise ValueError(f"{name} contains NaN or infinite values")
         T = visual.shape[1]
         if self.max_steps < T:
             raise ValueError(f"clips have {T} steps but max_steps is {self.max_steps}")

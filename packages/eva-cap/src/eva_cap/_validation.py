@@ -1,0 +1,82 @@
+"""Boundary checks shared by the events, rewards, trainers and the synthetic world."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["check_int", "check_real", "check_texts", "check_weights"]
+
+
+def check_int(name: str, value: Any, low: int = 0) -> int:
+    """``value`` as an int >= ``low`` (bool and float refused).
+
+    Raises:
+        TypeError: If ``value`` is not an int.
+        ValueError: If it is below ``low``.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {value!r}")
+    if value < low:
+        raise ValueError(f"{name} must be an int >= {low}, got {value}")
+    return int(value)
+
+
+def check_real(
+    name: str, value: Any, low: float = -math.inf, high: float = math.inf, *, strict: bool = False
+) -> float:
+    """``value`` as a finite float ``>= low`` (``> low`` with ``strict``) and ``<= high``.
+
+    Raises:
+        TypeError: If ``value`` is not a real number.
+        ValueError: If it is NaN, infinite or out of range.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    v = float(value)
+    if not math.isfinite(v):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    if (v <= low if strict else v < low) or v > high:
+        op = ">" if strict else ">="
+        bound = f"{op} {low}" if high == math.inf else f"in {'(' if strict else '['}{low}, {high}]"
+        raise ValueError(f"{name} must be {bound}, got {value!r}")
+    return v
+
+
+def check_weights(name: str, weights: Any, n: int, *, nonnegative: bool = True) -> tuple:
+    """``n`` finite weights (``>= 0`` and not all zero unless ``nonnegative=False``).
+
+    Raises:
+        TypeError: If ``weights`` is not a sequence of real numbers.
+        ValueError: On the wrong length, a NaN/infinite or negative entry, or all zeros.
+    """
+    if isinstance(weights, (str, bytes)) or not isinstance(weights, (Sequence, np.ndarray)):
+        raise TypeError(f"{name} must be a sequence of {n} numbers, got {weights!r}")
+    if len(weights) != n:
+        raise ValueError(f"{name} must have {n} entries, got {len(weights)}")
+    low = 0.0 if nonnegative else -math.inf
+    out = tuple(check_real(f"{name}[{i}]", w, low) for i, w in enumerate(weights))
+    if nonnegative and not any(out):
+        raise ValueError(f"{name} are all zero: the total reward would be 0 for every caption")
+    return out
+
+
+def check_texts(name: str, texts: Any) -> list[str]:
+    """A list of str from a sequence of str (a single str is refused).
+
+    Raises:
+        TypeError: For a single str or a non-str entry.
+    """
+    if isinstance(texts, str):
+        raise TypeError(f"{name} must be a sequence of str, not a single str")
+    try:
+        out = list(texts)
+    except TypeError:
+        raise TypeError(f"{name} must be a sequence of str, got {type(texts).__name__}") from None
+    for i, t in enumerate(out):
+        if not isinstance(t, str):
+            raise TypeError(f"{name}[{i}] must be a str, got {type(t).__name__}")
+    return out

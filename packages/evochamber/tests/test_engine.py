@@ -162,3 +162,84 @@ def test_every_member_is_updated_under_solo_verify():
         for aid in s["team"]:
             seen[aid] = seen.get(aid, 0) + 1
     assert {a: c for a, c in counts.items() if c} == seen
+
+
+# bad configuration values: (EvoConfig keyword arguments, exception type, message pattern)
+BAD_CONFIGS = [
+    ({"tau": -1.0}, ValueError, r"tau must be in \(0, inf\)"),
+    ({"tau": 0.0}, ValueError, r"tau must be in \(0, inf\)"),
+    ({"tau": float("nan")}, ValueError, "tau must be finite"),
+    ({"tau": "300"}, TypeError, "tau must be a real number"),
+    ({"lam": float("inf")}, ValueError, "lam must be finite"),
+    ({"lam": -0.1}, ValueError, r"lam must be in \(0, 1\]"),
+    ({"beta": -0.3}, ValueError, r"beta must be in \[0, inf\)"),
+    ({"gamma": -0.2}, ValueError, r"gamma must be in \[0, inf\)"),
+    ({"beta": float("nan")}, ValueError, "beta must be finite"),
+    ({"specialist_guard": 1.5}, ValueError, r"specialist_guard must be in \[0, 1\]"),
+    ({"specialist_guard": -0.1}, ValueError, r"specialist_guard must be in \[0, 1\]"),
+    ({"prune_q": 1.2}, ValueError, r"prune_q must be in \[0, 1\]"),
+    ({"prune_q": -0.5}, ValueError, r"prune_q must be in \[0, 1\]"),
+    ({"merge_cos": 1.1}, ValueError, r"merge_cos must be in \[0, 1\]"),
+    ({"fork_c": -0.7}, ValueError, r"fork_c must be in \[0, 1\]"),
+    ({"fork_c": 7.0}, ValueError, r"fork_c must be in \[0, 1\]"),
+    ({"cover_c": 2.0}, ValueError, r"cover_c must be in \[0, 1\]"),
+    ({"cover_c": float("nan")}, ValueError, "cover_c must be finite"),
+    ({"period": 0}, ValueError, "period must be an integer >= 1"),
+    ({"period": 2.5}, TypeError, "period must be an integer"),
+    ({"min_age": -1}, ValueError, "min_age must be an integer >= 0"),
+    ({"fork_cooldown": -5}, ValueError, "fork_cooldown must be an integer >= 0"),
+    ({"active_window": 0}, ValueError, "active_window must be an integer >= 1"),
+    ({"max_insights": 0}, ValueError, "max_insights must be an integer >= 1"),
+    ({"retrieve_r": -1}, ValueError, "retrieve_r must be an integer >= 0"),
+    ({"n_agents": 0}, ValueError, "n_agents must be an integer >= 1"),
+    ({"n_agents": 20.0}, TypeError, "n_agents must be an integer"),
+    ({"n_min": 0, "team_size": 1}, ValueError, "n_min must be an integer >= 1"),
+    ({"capacity": 8.5}, TypeError, "capacity must be an integer"),
+    ({"lifecycle": "yes"}, TypeError, "lifecycle must be True or False"),
+    ({"memory": 1}, TypeError, "memory must be True or False"),
+    ({"trigger": "always"}, ValueError, "unknown trigger 'always'"),
+    ({"route_scope": "world"}, ValueError, "unknown route_scope 'world'"),
+]
+
+
+@pytest.mark.parametrize(("kwargs", "exc", "match"), BAD_CONFIGS)
+def test_bad_config_values_raise_clear_errors(kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        EvoConfig(**kwargs)
+
+
+def test_bad_operator_arguments():
+    from evochamber import CoDream, Lifecycle, NicheTeamAssembler, ThompsonStructureSelector
+
+    with pytest.raises(ValueError, match=r"merge_cos must be in \[0, 1\]"):
+        Lifecycle(merge_cos=1.5)
+    with pytest.raises(ValueError, match="min_age must be an integer >= 0"):
+        Lifecycle(min_age=-1)
+    with pytest.raises(ValueError, match=r"specialist_guard must be in \[0, 1\]"):
+        CoDream(None, specialist_guard=-0.2)
+    with pytest.raises(ValueError, match="window must be an integer >= 1"):
+        CoDream(None, window=0)
+    with pytest.raises(ValueError, match=r"beta must be in \[0, inf\)"):
+        NicheTeamAssembler(beta=-1.0)
+    with pytest.raises(ValueError, match=r"prior a must be in \(0, inf\)"):
+        ThompsonStructureSelector(prior=(0.0, 1.0))
+    with pytest.raises(ValueError, match="prior must be a pair"):
+        ThompsonStructureSelector(prior=(1.0,))
+
+
+def test_run_shows_progress_only_when_asked(monkeypatch):
+    import io
+
+    stream = WORLD.make_stream(20, seed=0)
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    err = io.StringIO()
+    monkeypatch.setattr("sys.stderr", err)
+    EvoChamber(SimPolicy(WORLD), EvoConfig(), seed=0).run(stream, progress=True)
+    assert "EvoChamber tasks" in err.getvalue()
+    assert "20/20" in err.getvalue()
+    monkeypatch.setenv("TQDM_DISABLE", "1")
+    err = io.StringIO()
+    monkeypatch.setattr("sys.stderr", err)
+    EvoChamber(SimPolicy(WORLD), EvoConfig(), seed=0).run(stream)
+    EvoChamber(SimPolicy(WORLD), EvoConfig(), seed=0).run(stream, progress=True)
+    assert err.getvalue() == ""

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from evochamber._validation import check_bool, check_int, check_real
 from evochamber.agent import Agent
 from evochamber.codream import ROUTINGS, SCOPES, TRIGGERS, CoDream, check_choice
 from evochamber.lifecycle import Lifecycle
@@ -88,16 +89,33 @@ class EvoConfig:
         self.validate()
 
     def validate(self) -> None:
-        """Raise ValueError on an inconsistent configuration."""
-        if self.n_agents < 1:
-            raise ValueError(f"n_agents must be >= 1, got {self.n_agents}")
+        """Raise ValueError / TypeError on a bad or inconsistent configuration.
+
+        Raises:
+            TypeError: A count that is not an integer, a switch that is not a bool, a rate or
+                threshold that is not a real number.
+            ValueError: A non-finite number, ``tau <= 0``, ``beta < 0``, ``gamma < 0``,
+                ``lam`` outside (0, 1], a threshold (``specialist_guard``, ``prune_q``,
+                ``merge_cos``, ``fork_c``, ``cover_c``) outside [0, 1], a count below its
+                minimum, ``n_min > n_max``, ``n_min`` below the team size, a team size outside
+                1..5 or above ``n_agents``, an unknown ``teams``, ``structure``, ``routing``,
+                ``route_scope`` or ``trigger``.
+        """
+        check_int("n_agents", self.n_agents, 1)
         check_team_size(self.team_size, self.n_agents)
-        if isinstance(self.capacity, bool) or not isinstance(self.capacity, int):
-            raise ValueError(f"capacity must be an integer >= 1, got {self.capacity!r}")
-        if self.capacity < 1:
-            raise ValueError(f"capacity must be an integer >= 1, got {self.capacity!r}")
-        if not (0.0 < self.lam <= 1.0):
-            raise ValueError(f"lam must be in (0, 1], got {self.lam!r}")
+        for name, low in (("capacity", 1), ("max_insights", 1), ("active_window", 1),
+                          ("period", 1), ("n_min", 1), ("n_max", 1), ("min_age", 0),
+                          ("fork_cooldown", 0), ("retrieve_r", 0)):  # fmt: skip
+            check_int(name, getattr(self, name), low)
+        check_real("tau", self.tau, 0.0, low_open=True)
+        check_real("lam", self.lam, 0.0, 1.0, low_open=True)
+        for name in ("beta", "gamma"):
+            check_real(name, getattr(self, name), 0.0)
+        for name in ("specialist_guard", "prune_q", "merge_cos", "fork_c", "cover_c"):
+            check_real(name, getattr(self, name), 0.0, 1.0)
+        for name in ("donor_notes", "lifecycle", "prune", "merge", "fork", "seed_agents",
+                     "prime_seeds", "memory", "shared_memory"):  # fmt: skip
+            check_bool(name, getattr(self, name))
         if self.n_min > self.n_max:
             raise ValueError(f"n_min ({self.n_min}) must be <= n_max ({self.n_max})")
         if self.lifecycle and self.n_min < self.team_size:
@@ -293,10 +311,24 @@ class EvoChamber:
             fork_cooldown=cfg.fork_cooldown,
         )
 
-    def run(self, stream: Iterable[Task]) -> RunLog:
-        """Solve and evolve over the whole stream; returns the log."""
+    def run(self, stream: Iterable[Task], progress: bool | None = None) -> RunLog:
+        """Solve and evolve over the whole stream; returns the log.
+
+        Args:
+            stream: The tasks, in order.
+            progress: Progress bar over the tasks (``None``: on a terminal only; ``True``
+                always; ``False`` never; ``TQDM_DISABLE=1`` silences it).
+
+        Raises:
+            ValueError: If the stream is empty, has duplicate task ids, or a task without a
+                niche when no tagger was given.
+            TypeError: If an item of the stream is not a :class:`Task`.
+        """
+        from methodkit import progress as progress_bar
+
         tasks = validate_stream(stream, self.tagger)
-        for task in tasks:
+        bar = progress_bar(tasks, enabled=progress, desc="EvoChamber tasks", total=len(tasks))
+        for task in bar:
             self.step(task)
         return self.log
 

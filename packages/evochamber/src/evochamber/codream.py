@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from evochamber._validation import check_int, check_real
 from evochamber.agent import Agent
 from evochamber.population import Population
 from evochamber.types import Insight, Task, TeamOutcome, normalize_answer
@@ -136,14 +137,14 @@ class CoDream:
         window: int = 100,
         donor_notes: bool = True,
     ) -> None:
-        if max_insights < 1:
-            raise ValueError(f"max_insights must be >= 1, got {max_insights}")
+        check_int("max_insights", max_insights, 1)
+        check_int("window", window, 1)
         self.policy = policy
         self.max_insights = int(max_insights)
         self.routing = check_choice("routing", routing, ROUTINGS)
         self.route_scope = check_choice("route_scope", route_scope, SCOPES)
         self.trigger = check_choice("trigger", trigger, TRIGGERS)
-        self.guard = float(specialist_guard)
+        self.guard = check_real("specialist_guard", specialist_guard, 0.0, 1.0)
         self.window = int(window)
         self.donor_notes = donor_notes
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from evochamber._validation import check_int, check_real
 from evochamber.agent import INITIAL_COMPETENCE, Agent
 from evochamber.memory import MemoryArchive
 from evochamber.population import Population
@@ -69,10 +70,11 @@ class Lifecycle:
     last_fork: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.period < 1:
-            raise ValueError(f"period must be >= 1, got {self.period}")
-        if not 0.0 <= self.prune_q <= 1.0:
-            raise ValueError(f"prune_q must be in [0, 1], got {self.prune_q}")
+        check_int("period", self.period, 1)
+        check_int("min_age", self.min_age, 0)
+        check_int("fork_cooldown", self.fork_cooldown, 0)
+        for name in ("prune_q", "merge_cos", "fork_c", "cover_c", "spec_c"):
+            check_real(name, getattr(self, name), 0.0, 1.0)
 
     def observe(self, niche: str) -> None:
         """Record the niche of one task (for d_k)."""

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from evochamber._validation import check_real
 from evochamber.agent import Agent
 from evochamber.population import Population
 from evochamber.types import Structure
@@ -51,7 +52,9 @@ class NicheTeamAssembler:
 
     def __init__(self, beta: float = 0.3, gamma: float = 0.2, size: int = 3) -> None:
         check_team_size(size)
-        self.beta, self.gamma, self.size = float(beta), float(gamma), size
+        self.beta = check_real("beta", beta, 0.0)
+        self.gamma = check_real("gamma", gamma, 0.0)
+        self.size = size
 
     def anchor_scores(self, agents: Sequence[Agent], niche: str, t: int) -> np.ndarray:
         """``c[a,k] + beta * sqrt(log(1+t) / (1+n[a,k]))`` for each agent."""
@@ -118,7 +121,12 @@ class ThompsonStructureSelector:
         self.structures = [Structure.parse(s) for s in (structures or list(Structure))]
         if not self.structures:
             raise ValueError("structures must name at least one structure")
-        self.prior = (float(prior[0]), float(prior[1]))
+        if len(prior) != 2:
+            raise ValueError(f"prior must be a pair (a, b), got {prior!r}")
+        self.prior = (
+            check_real("prior a", prior[0], 0.0, low_open=True),
+            check_real("prior b", prior[1], 0.0, low_open=True),
+        )
         self.stats: dict[str, dict[str, list[float]]] = {}
 
     def posterior(self, niche: str) -> dict[str, list[float]]:

@@ -182,3 +182,48 @@ def test_coordinate_target_matches_the_torus_path_and_the_sampler():
     _, F, _ = model.integrate(b, n_steps=7, generator=torch.Generator().manual_seed(1))
     err = wrap(F - b.frac).abs()[b.row_mask]
     assert float(err.max()) < 1e-12
+
+
+def test_train_flow_progress_bar(monkeypatch):
+    import io
+    import sys
+
+    data = make_disordered_dataset(6, seed=3)
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    buf = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", buf)
+    train_flow(EPFlow(SMALL), data, steps=3, batch_size=4, progress=True)
+    assert "train EPFlow" in buf.getvalue()
+    assert "3/3" in buf.getvalue()
+    monkeypatch.setenv("TQDM_DISABLE", "1")
+    buf2 = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", buf2)
+    train_flow(EPFlow(SMALL), data, steps=3, batch_size=4)
+    train_flow(EPFlow(SMALL), data, steps=3, batch_size=4, progress=True)  # TQDM_DISABLE wins
+    assert buf2.getvalue() == ""
+
+
+def test_train_flow_callback_and_bad_arguments():
+    data = make_disordered_dataset(6, seed=3)
+    seen = []
+
+    def callback(step, model):
+        seen.append((step, model.training))
+        model.eval()  # train_flow puts it back in training mode
+
+    losses = train_flow(EPFlow(SMALL), data, steps=7, batch_size=4, callback=callback,
+                        callback_every=3)  # fmt: skip
+    assert [s for s, _ in seen] == [3, 6, 7]
+    assert all(t for _, t in seen)
+    assert len(losses) == 7
+    assert np.isfinite(losses).all()
+    bad = [({"steps": 0}, "steps must be >= 1, got 0"),
+           ({"batch_size": 0}, "batch_size must be >= 1, got 0"),
+           ({"lr": float("nan")}, "lr must be a finite number > 0, got nan"),
+           ({"lr": -1.0}, "lr must be a finite number > 0"),
+           ({"callback": callback}, "callback_every must be >= 1 with a callback")]  # fmt: skip
+    for kwargs, msg in bad:
+        with pytest.raises(ValueError, match=msg):
+            train_flow(EPFlow(SMALL), data, **{"steps": 2, **kwargs})
+    with pytest.raises(ValueError, match="at least one crystal"):
+        train_flow(EPFlow(SMALL), [], steps=2)

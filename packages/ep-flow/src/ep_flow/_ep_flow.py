@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -10,6 +11,7 @@ import torch
 from pymatgen.core import Element, Lattice
 from torch import Tensor, nn
 
+import methodkit
 from ep_flow.data import CrystalBatch, collate_crystals
 from ep_flow.model import MAX_Z, AxialGridTransformer
 from ep_flow.odm import ODM
@@ -70,7 +72,7 @@ class EPFlow(nn.Module):
         >>> import torch
         >>> from ep_flow import EPFlow, EPFlowConfig, make_disordered_dataset, collate_crystals
         >>> model = EPFlow(EPFlowConfig(width=16, n_layers=1))
-        >>> model.set_normalization(collate_crystals(make_disordered_dataset(8, seed=0)))
+        >>> _ = model.set_normalization(collate_crystals(make_disordered_dataset(8, seed=0)))
         >>> odm = model.sample([("NaCl", 2, 1)], n_steps=2, seed=0)[0]
         >>> bool(odm.is_feasible(1e-8))
         True
@@ -266,38 +268,84 @@ def train_flow(
     seed: int = 0,
     device: str | torch.device = "cpu",
     schedule: str = "constant",
+    progress: bool | None = None,
+    callback: Callable[[int, EPFlow], None] | None = None,
+    callback_every: int = 0,
 ) -> list[float]:
     """Train ``model`` with AdamW on ``crystals`` (random mini-batches); returns the losses.
 
     Sets the model's normalisation (``s_Z``, lattice statistics) from the training set first.
     ``schedule``: ``"constant"`` learning rate, or ``"cosine"`` (linear warm-up over the first
     5 % of the steps, then cosine decay to 0), which lets short budgets use a larger ``lr``.
+
+    Args:
+        model: the flow (or a baseline) to train in place.
+        crystals: training ODMs.
+        steps: optimiser steps (>= 1).
+        batch_size: crystals per step (>= 1; capped at the training-set size).
+        lr: AdamW learning rate (> 0).
+        seed: seed of the batch and noise generators.
+        device: where to train.
+        schedule: ``"constant"`` or ``"cosine"``.
+        progress: a progress bar over the steps (``None``: on a terminal only; ``True``
+            always; ``False`` never; ``TQDM_DISABLE=1`` silences it).
+        callback: called as ``callback(step, model)`` after every ``callback_every`` steps
+            (and after the last one), e.g. to evaluate a learning curve; the model is put back
+            in training mode afterwards.
+        callback_every: steps between callbacks (>= 1 when ``callback`` is given).
+
+    Returns:
+        The training loss of every step.
     """
-    if int(steps) < 1:
-        raise ValueError(f"steps must be >= 1, got {steps}")
-    if len(crystals) < 1:
-        raise ValueError("train_flow needs at least one crystal")
-    if schedule not in SCHEDULES:
-        raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
+    _check_train_args(crystals, steps, batch_size, lr, schedule, callback, callback_every)
     full = collate_crystals(model.prepare(crystals), model.config.eps).to(device=device)
     model.to(device)
     model.set_normalization(full)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, foreach=True)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda k: _lr_factor(k, int(steps), schedule))
     gen = torch.Generator().manual_seed(int(seed))
     dgen = torch.Generator(device=device).manual_seed(int(seed) + 1)
-    losses = []
+    sizes = (full.row_mask.sum(1).cpu(), full.col_mask.sum(1).cpu())  # trim without device syncs
+    losses = torch.zeros(int(steps), device=full.P.device)
     model.train()
-    for _ in range(int(steps)):
+    desc = f"train {type(model).__name__}"
+    for k in methodkit.progress(range(int(steps)), enabled=progress, desc=desc, total=int(steps)):
         idx = torch.randint(len(full), (min(batch_size, len(full)),), generator=gen)
-        batch = _trim(full.index(idx.to(full.P.device)))
+        batch = trim_batch(full.index(idx.to(full.P.device)), int(sizes[0][idx].max()),
+                           int(sizes[1][idx].max()))  # fmt: skip
         loss = model.loss(batch, dgen)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
         sched.step()
-        losses.append(float(loss.detach()))
-    return losses
+        losses[k] = loss.detach()  # stays on the device: one transfer at the end
+        if callback is not None and ((k + 1) % callback_every == 0 or k + 1 == int(steps)):
+            callback(k + 1, model)
+            model.train()
+    return losses.cpu().tolist()
+
+
+def _check_train_args(
+    crystals: list[ODM],
+    steps: int,
+    batch_size: int,
+    lr: float,
+    schedule: str,
+    callback: Callable | None,
+    callback_every: int,
+) -> None:
+    if int(steps) < 1:
+        raise ValueError(f"steps must be >= 1, got {steps}")
+    if int(batch_size) < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    if not (math.isfinite(float(lr)) and float(lr) > 0):
+        raise ValueError(f"lr must be a finite number > 0, got {lr}")
+    if len(crystals) < 1:
+        raise ValueError("train_flow needs at least one crystal")
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
+    if callback is not None and int(callback_every) < 1:
+        raise ValueError(f"callback_every must be >= 1 with a callback, got {callback_every}")
 
 
 SCHEDULES = ("constant", "cosine")
@@ -311,10 +359,8 @@ def _lr_factor(step: int, steps: int, schedule: str) -> float:
     return min(1.0, (step + 1) / warmup) * 0.5 * (1.0 + math.cos(math.pi * step / steps))
 
 
-def _trim(batch: CrystalBatch) -> CrystalBatch:
-    """Drop all-padding rows / columns of a sub-batch (smaller grid, same result)."""
-    n = int(batch.row_mask.sum(1).max())
-    m = int(batch.col_mask.sum(1).max())
+def trim_batch(batch: CrystalBatch, n: int, m: int) -> CrystalBatch:
+    """The first ``n`` rows / ``m`` columns of a padded batch (drops all-padding ones)."""
     fields = {}
     for k, v in batch.__dict__.items():
         if k in ("P", "Z"):

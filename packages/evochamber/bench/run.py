@@ -9,10 +9,15 @@ specialization over the last 300 tasks), then the spec's required figures as cla
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import math
 import sys
+from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
+from shift import QUICK_SHIFT, SHIFT_CONFIGS, SHIFT_HIB, run_shift
 from tasks import CONFIGS, HIB, QUICK, SIM_LABEL, ceiling, mean, real_model_run, run_one
 
 from evochamber import NicheWorld
@@ -73,20 +78,28 @@ def _claims(vals: dict, quick: bool) -> list:
     return claims
 
 
+def _sweep(names: list, seeds: list, run: Callable, hib: dict) -> tuple[dict, list]:
+    """``run(name, seed) -> metrics`` over every name and seed: values and per-seed rows."""
+    vals: dict[tuple[str, str], list[float]] = {}
+    per_seed = []
+    for name in names:
+        for seed in seeds:
+            got = run(name, seed)
+            for metric, v in got.items():
+                vals.setdefault((name, metric), []).append(v)
+            cells = {k: _or_none(round(got[k], 4)) if k in got else None for k in hib}
+            per_seed.append({"config": name, "seed": seed, **cells})
+    return vals, per_seed
+
+
 def niche_world(args: argparse.Namespace) -> Outcome:
     """Every configuration on the same seeded streams; the spec's figures as claims."""
     names = QUICK if args.quick else list(CONFIGS)
     n_tasks, window = (300, 100) if args.quick else (N_TASKS, WINDOW)
     world = NicheWorld()
-    vals: dict[tuple[str, str], list[float]] = {}
-    per_seed = []
-    for name in names:
-        for seed in args.seeds:
-            got = run_one(name, seed, n_tasks, window, world)
-            for metric, v in got.items():
-                vals.setdefault((name, metric), []).append(v)
-            cells = {k: round(got[k], 4) if k in got else None for k in HIB}
-            per_seed.append({"config": name, "seed": seed, **cells})
+    vals, per_seed = _sweep(
+        names, args.seeds, lambda m, s: run_one(m, s, n_tasks, window, world), HIB
+    )
     rows = [ResultRow.from_values(m, k, v, HIB[k]) for (m, k), v in vals.items()]
     top = ceiling(args.seeds[0], 300 if args.quick else n_tasks, window)
     config = {
@@ -113,6 +126,72 @@ def niche_world(args: argparse.Namespace) -> Outcome:
         rows,
         _claims(vals, args.quick),
         plot_metrics=["accuracy_last300", "stable_specialists", "calls_per_task"],
+        labels={
+            "accuracy_last300": "accuracy over the last 300 tasks (higher is better)",
+            "stable_specialists": "stable specialists, 0-6 (spec band 4-6)",
+            "calls_per_task": "simulated model calls per task (lower is better)",
+        },
+    )
+
+
+def niche_world_further(args: argparse.Namespace) -> Outcome:
+    """``niche_world`` on further seeds; plus the claims on these and the protocol record's seeds.
+
+    The pooled claims read the per-seed rows (4 decimals) of ``niche_world.json`` in ``--out``
+    (the protocol run, made first); they are not measured when that record is missing.
+    """
+    out = niche_world(args)
+    path = Path(args.out) / "niche_world.json"
+    proto = json.loads(path.read_text())["config"]["per_seed"] if path.exists() else []
+    rows = proto + out.config["per_seed"]
+    seeds = sorted({r["seed"] for r in rows})
+    pooled: dict[tuple[str, str], list[float]] = {}
+    for r in rows:
+        for k in ("accuracy_last300", "stable_specialists"):
+            if r.get(k) is not None:
+                pooled.setdefault((r["config"], k), []).append(float(r[k]))
+    for c in _claims(pooled, args.quick):
+        out.claims.append(dataclasses.replace(c, text=f"[pooled seeds {seeds}] {c.text}"))
+    out.config["pooled_claims"] = f"protocol record {path.name} ({len(proto)} rows) + this run"
+    return out
+
+
+def niche_shift(args: argparse.Namespace) -> Outcome:
+    """A seventh niche appears at task 600 with a 30 % share: lifecycle on vs off on it."""
+    names = QUICK_SHIFT if args.quick else list(SHIFT_CONFIGS)
+    n_tasks, start = (300, 150) if args.quick else (1200, 600)
+    vals, per_seed = _sweep(
+        names, args.seeds, lambda m, s: run_shift(m, s, n_tasks, start), SHIFT_HIB
+    )
+    rows = [ResultRow.from_values(m, k, v, SHIFT_HIB[k]) for (m, k), v in vals.items()]
+    on, off = (mean(vals, m, "new_niche_accuracy") for m in ("lifecycle_on", "lifecycle_off"))
+    claim = compare(
+        f"[{SIM_LABEL}] new niche (30 % share from task {start}), accuracy on it over the last "
+        f"{n_tasks - start - (n_tasks - start) // 2} tasks: lifecycle on >= lifecycle off",
+        on,
+        ">=",
+        off,
+        measured=f"{on:.3f} vs {off:.3f}",
+    )
+    config = {
+        "simulator": SIM_LABEL,
+        "stream": f"{n_tasks} tasks; the spec's six niches until task {start}, then niche "
+        "n6 at a 30 % share (the six others keep their relative shares in the other 70 %)",
+        "window": "tasks 900..1199 (quick: 225..299)",
+        "configurations": {m: SHIFT_CONFIGS[m] for m in names},
+        "streams": "shift_stream(seed=2000 + seed); engine seed = seed",
+        "per_seed": per_seed,
+    }
+    return Outcome(
+        config,
+        rows,
+        [claim],
+        plot_metrics=["new_niche_accuracy", "newborn_anchor_share", "accuracy_last300"],
+        labels={
+            "new_niche_accuracy": "accuracy on the new niche, tasks 900-1199 (higher is better)",
+            "newborn_anchor_share": "share of tasks 600-1199 anchored by agents born after 600",
+            "accuracy_last300": "accuracy on all niches, tasks 900-1199 (higher is better)",
+        },
     )
 
 
@@ -143,7 +222,12 @@ def smollm2_plumbing(args: argparse.Namespace) -> Outcome:
 def main(argv: list[str] | None = None) -> int:
     return run_suite(
         PACKAGE,
-        {"niche_world": niche_world, "smollm2_plumbing": smollm2_plumbing},
+        {
+            "niche_world": niche_world,
+            "niche_world_further": niche_world_further,
+            "niche_shift": niche_shift,
+            "smollm2_plumbing": smollm2_plumbing,
+        },
         argv,
         description=f"evochamber on {SIM_LABEL}",
     )

@@ -92,6 +92,38 @@ def _sweep(names: list, seeds: list, run: Callable, hib: dict) -> tuple[dict, li
     return vals, per_seed
 
 
+# The spec's reference prototype (5 seeds, last-300 accuracy / stable specialists).
+PROTOTYPE = {
+    "evochamber": (0.93, 5.4),
+    "no_codream": (0.80, 5.0),
+    "routing_broadcast": (0.50, 1.4),
+    "random_teams": (0.59, 0.0),
+    "fixed_SOLO_VERIFY": (0.75, None),
+    "fixed_VOTE": (0.65, None),
+    "single_agent_memory": (0.38, None),
+    "vote3": (0.30, None),
+}
+
+
+def _vs_prototype(vals: dict) -> list[dict]:
+    """The spec's prototype figures beside this run's means, and the differences."""
+    out = []
+    for name, (acc, spec) in PROTOTYPE.items():
+        a, s = mean(vals, name, "accuracy_last300"), mean(vals, name, "stable_specialists")
+        out.append(
+            {
+                "config": name,
+                "prototype_accuracy": acc,
+                "accuracy": _or_none(round(a, 3)),
+                "accuracy_difference": _or_none(round(a - acc, 3)),
+                "prototype_specialists": spec,
+                "specialists": _or_none(round(s, 2)),
+                "specialists_difference": None if spec is None else _or_none(round(s - spec, 2)),
+            }
+        )
+    return out
+
+
 def niche_world(args: argparse.Namespace) -> Outcome:
     """Every configuration on the same seeded streams; the spec's figures as claims."""
     names = QUICK if args.quick else list(CONFIGS)
@@ -112,6 +144,7 @@ def niche_world(args: argparse.Namespace) -> Outcome:
         if not args.quick
         else "quick: 300 tasks, window 100, 5 configurations",
         "per_seed": per_seed,
+        "vs_prototype": _vs_prototype(vals),
         "calibration": {
             "noise_off_world_accuracy": top,
             "single_agent_no_memory_accuracy": _or_none(

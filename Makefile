@@ -14,7 +14,7 @@ PKG      ?=
 FULL     ?=
 PKGS     := $(notdir $(wildcard packages/*))
 # test roots that exist (packages/ is absent from a clone until the first package lands)
-TEST_DIRS := $(wildcard shared/tests packages tests)
+TEST_DIRS := $(wildcard shared/tests shared/src packages tests)
 # `make test PKG=core` (or methodkit) targets shared/; anything else packages/<PKG>
 PKG_DIR   = $(if $(filter core methodkit,$(PKG)),shared,packages/$(PKG))
 
@@ -44,7 +44,7 @@ test-fast: sync ## like test-all, without `slow` tests
 	$(PYTEST) -m "not bench and not slow" $(TEST_DIRS)
 
 test: _need-pkg ## tests of one package: make test PKG=ess-flow
-	$(PYTEST) -m "not bench" $(PKG_DIR)/tests
+	$(PYTEST) -m "not bench" $(PKG_DIR)/tests $(PKG_DIR)/src
 
 bench: _need-pkg ## full reproduction of one package into its bench/results, then its README block
 	$(UV_RUN) python $(PKG_DIR)/bench/run.py

@@ -37,3 +37,33 @@ def pytest_collectstart(collector: object) -> None:
     ref = Path(path).parent / "reference.py"
     if ref.is_file() and Path(path) != ref:
         sys.modules["reference"] = _reference_module(ref)
+
+
+# One torch thread for every test (two threads on two busy cores were far slower than one);
+# torch is only touched once a test module has imported it, so the core stays torch-free.
+from collections.abc import Iterator  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread() -> Iterator[None]:
+    torch = sys.modules.get("torch")
+    if torch is None:
+        yield
+        return
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
+# Docstring examples under every src/ run as doctests in the same pytest process (issue 50);
+# an example that needs a large model carries `# doctest: +SKIP` and says why beside it.
+def pytest_collect_file(file_path: Path, parent: object) -> object:
+    """Collect the docstring examples of library modules (``shared/src``, ``packages/*/src``)."""
+    if file_path.suffix != ".py" or "src" not in file_path.parts:
+        return None
+    from _pytest.doctest import DoctestModule
+
+    return DoctestModule.from_parent(parent, path=file_path)

@@ -1,18 +1,10 @@
-"""edit-ris test set-up: one torch thread, a random-init TinyEditor (never trained in tests)."""
+"""edit-ris test set-up: a random-init TinyEditor (never trained in tests)."""
 
 import pytest
 import torch
 
 from edit_ris import TinyEditor
 from edit_ris.data.shapes import vocabulary
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 @pytest.fixture(scope="session")

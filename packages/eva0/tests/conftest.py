@@ -1,15 +1,7 @@
-"""eva0 test set-up: one thread and small models."""
+"""eva0 test set-up: small models (the root conftest pins one torch thread)."""
 
 import pytest
 import torch
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    prev = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(prev)
 
 
 class Counter(torch.nn.Module):

@@ -100,7 +100,11 @@ class ESSAMTrainer:
             ``processing_class`` (tokenizer) is given while :meth:`generate` is not overridden.
 
     Example:
-        >>> trainer = ESSAMTrainer(model, correctness_reward, train, ESSAMConfig(), tokenizer)
+        Needs a causal LM and its tokenizer (the README's Quickstart builds a tiny one), so the
+        lines are not run as a doctest:
+
+        >>> cfg = ESSAMConfig()  # doctest: +SKIP
+        >>> trainer = ESSAMTrainer(model, correctness_reward, train, cfg, tok)  # doctest: +SKIP
         >>> history = trainer.train()  # doctest: +SKIP
     """
 

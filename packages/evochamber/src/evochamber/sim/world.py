@@ -64,7 +64,7 @@ class NicheWorld:
         >>> w = NicheWorld()
         >>> stream = w.make_stream(5, seed=0)
         >>> stream[0].niche, len(stream)
-        ('n0', 5)
+        ('n3', 5)
     """
 
     config: NicheWorldConfig = field(default_factory=NicheWorldConfig)

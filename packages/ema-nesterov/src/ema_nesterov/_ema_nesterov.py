@@ -18,6 +18,11 @@ from ema_nesterov._wrapping import (
     merged_defaults,
 )
 
+if torch.distributed.is_available():
+    from torch.distributed.tensor import DTensor as _DTensor
+else:  # pragma: no cover - torch built without distributed support
+    _DTensor = None
+
 _APPLIED = "_ema_beta_applied"
 _EMA_KEYS = ("step", "training", "state", "beta_applied", "config")
 _CONFIG_KEYS = ("memory_efficient", "n_params", "shapes", "base_classes")
@@ -33,11 +38,17 @@ def _real_dtype(dtype: torch.dtype) -> torch.dtype:
 
 
 def _real_view(t: torch.Tensor) -> torch.Tensor:
-    """``t`` as a real tensor sharing its memory (complex ``t``: ``view_as_real``).
+    """``t`` as a plain real tensor sharing its memory, for the element-wise kernels.
 
-    Every update is element-wise, so on the real and imaginary parts it is exactly the update
-    of the ``view_as_real`` parameters (what torch's own optimizers do with complex tensors).
+    A ``DTensor`` (FSDP2 ``fully_shard``, tensor parallel) gives its local shard: the update
+    is element-wise and the wrapper's buffers are sharded like the parameter, so each rank
+    updates its own shard, with no communication (and the fused kernel, which ``DTensor``
+    does not dispatch, applies). A complex tensor gives ``view_as_real``: on the real and
+    imaginary parts the update is exactly that of the ``view_as_real`` parameters (what
+    torch's own optimizers do with complex tensors).
     """
+    if _DTensor is not None and isinstance(t, _DTensor):
+        t = t.to_local()
     return torch.view_as_real(t) if t.is_complex() else t
 
 
@@ -248,6 +259,17 @@ class EMANesterov(torch.optim.Optimizer):
             dtype = p.dtype if name == "y" else self._buffer_dtype(p)
             state[name] = torch.zeros_like(p, dtype=dtype, memory_format=torch.preserve_format)
         return state[name]
+
+    @torch.no_grad()
+    def init_state(self) -> None:
+        """Create the EMA buffer ``m`` (zeros) of every parameter that has none yet.
+
+        A zero buffer changes nothing (``theta = p``); a checkpoint loader that fills the
+        state in place (``torch.distributed.checkpoint.load``) needs it to exist.
+        """
+        for group in self.param_groups:
+            for p in group["params"]:
+                self._buffer(p, "m")
 
     # ----------------------------------------------------------------- step
     @torch.no_grad()

@@ -124,6 +124,7 @@ def evaluate_seed(
         if name != "oracle_tag":
             g = enc.encode_image(normal.images)
             out[name]["cos_normal"] = float(nnf.cosine_similarity(g, g_plain, dim=-1).mean())
+    out["easylens_pool"].update(_tagged_only(methods, normal, subtle, out))
     vanilla = ZeroShotDetector(methods["vanilla"], POSITIVE, NEGATIVE).decision_function
     spec_scores = np.r_[vanilla(normal.images), vanilla(data["subtle_spec"].images)]
     out["vanilla"]["auroc_subtle_spec"] = auroc(y, spec_scores)
@@ -132,6 +133,32 @@ def evaluate_seed(
         lambda b: pms.decision_function(b.images), normal, subtle, obvious, y
     )
     return out
+
+
+def _tagged_only(methods: dict, normal: ScanBatch, subtle: ScanBatch, out: dict) -> dict:
+    """Pool injection judged where tagging does not depend on the label.
+
+    ``inject="pool"`` changes only images with a tagged patch, so on all images its AUROC
+    mixes "was anything tagged" with "what was amplified". On the images EasyTag tagged (both
+    classes) every image is changed, so only the content can move the AUROC; Vanilla is
+    scored on the same images. NaN (left out) when either class has no tagged image.
+    """
+    pool = methods["easylens_pool"]
+    tn = pool.explain(normal.images).n_selected > 0
+    ts = pool.explain(subtle.images).n_selected > 0
+    if not (bool(tn.any()) and bool(ts.any())):
+        return {"auroc_subtle_tagged_only": float("nan")}
+    y = np.r_[np.zeros(int(tn.sum())), np.ones(int(ts.sum()))]
+    res = {}
+    for name in ("easylens_pool", "vanilla"):
+        det = ZeroShotDetector(methods[name], POSITIVE, NEGATIVE)
+        s = np.r_[
+            det.decision_function(normal.images[tn]), det.decision_function(subtle.images[ts])
+        ]
+        res[name] = auroc(y, s)
+    out["vanilla"]["auroc_subtle_tagged_only"] = res["vanilla"]
+    out["vanilla"]["n_tagged_only"] = float(len(y))
+    return {"auroc_subtle_tagged_only": res["easylens_pool"]}
 
 
 def _metrics(
@@ -174,6 +201,12 @@ HIGHER_IS_BETTER = {
     "auroc_subtle": True,
     "auroc_obvious": True,
     "auroc_subtle_spec": True,
+    "auroc_subtle_tagged_only": True,
+    "n_tagged_only": True,
+    "residual_ratio_lesion": True,
+    "residual_ratio_other": False,
+    "patch_token_norm": True,
+    "cls_token_norm": True,
     "auprc_subtle": True,
     "auprc_obvious": True,
     "ms_per_image": False,
@@ -265,5 +298,44 @@ def claims(vals: dict, check: Callable, compare: Callable) -> list:
             cos >= 0.97,
             f"mean cos {cos:.4f}",
             inputs=[cos],
+        ),
+    ]
+
+
+def calibration_claims(vals: dict, check: Callable, best_gain: Callable) -> list:
+    """The world's calibration, judged before EasyLens: (a) dilution, (b) oracle room."""
+    van_s, van_o = _mean(vals, "vanilla", "auroc_subtle"), _mean(vals, "vanilla", "auroc_obvious")
+    gain, where = best_gain(vals, "oracle_tag_layer1")
+    gain2, where2 = best_gain(vals, "oracle_tag_layer2")
+    controls = [
+        best_gain(vals, p)
+        for p in (
+            "oracle_sham_layer1",
+            "oracle_sham_layer2",
+            "oracle_sham_pool_layer1",
+            "oracle_sham_pool_layer2",
+            "oracle_sham_prototype_residual_layer1",
+        )
+    ]
+    c_gain, c_where = max(controls, key=lambda t: t[0] if t[0] == t[0] else -np.inf)
+    return [
+        check(
+            "(a) the frozen encoder dilutes subtle cues: Vanilla obvious - subtle AUROC >= 0.10",
+            van_o - van_s >= 0.10,
+            f"obvious {van_o:.3f} - subtle {van_s:.3f} = {van_o - van_s:.3f}",
+            inputs=[van_o, van_s],
+        ),
+        check(
+            "(b) OracleTag (layer 1) >= Vanilla + 0.10 subtle AUROC at some alpha on the grid",
+            gain >= 0.10,
+            f"best {where}: {gain:+.3f} (layer 2 best {where2}: {gain2:+.3f})",
+            inputs=[gain],
+        ),
+        check(
+            "(b, control) with label-independent tagging (sham tags on normals; layer 1/2, "
+            "layer or pool injection, normal or prototype residual) the oracle still gains >= 0.10",
+            c_gain >= 0.10,
+            f"best {c_where}: {c_gain:+.3f}",
+            inputs=[c_gain],
         ),
     ]

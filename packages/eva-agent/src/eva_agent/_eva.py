@@ -42,6 +42,10 @@ class EVAgent:
         verify: Whether ECV runs.
         plan_hints: Extra hints for every planning call (``{"single_shot": True}``).
 
+    Images: a PIL image, or an (H, W) / (H, W, C) array, uint8 in [0, 255] or float in [0, 1]
+    (scaled by 255); NaN, infinity, other ranges and channels-first arrays raise (see
+    :meth:`run`).
+
     References:
         EVA: Evidence-seeking Visual Agent (NeurIPS 2026; abstract only). Inferred from
         VisProg, ViperGPT, MM-REACT, Visual Sketchpad and EAGLE (arXiv 2605.30698).
@@ -73,6 +77,8 @@ class EVAgent:
                 raise TypeError(f"vlm must have an {name}() method; got {type(vlm).__name__}")
         self.vlm = vlm
         self.tools: dict[str, Any] = {}
+        if not isinstance(tools, (list, tuple)):
+            raise TypeError(f"tools must be a list of tools, got {type(tools).__name__}")
         for t in tools:
             if not callable(t) or not isinstance(getattr(t, "name", None), str):
                 raise TypeError(f"every tool needs a str .name and __call__; got {t!r}")
@@ -168,8 +174,11 @@ class EVAgent:
         """Answer ``question`` about ``image``; see the class docstring for the algorithm.
 
         Raises:
-            TypeError: If ``image`` is not a PIL image or an RGB-convertible array.
-            ValueError: If ``image`` has zero size, ``question`` is empty or ``qtype`` unknown.
+            TypeError: If ``image`` is not a PIL image or a numeric array, or is a boolean
+                mask.
+            ValueError: If ``image`` has zero size, a shape other than (H, W) or (H, W, C),
+                NaN or infinite values or values outside [0, 1] (float) / [0, 255] (integer),
+                ``question`` is empty or ``qtype`` unknown.
         """
         t0 = time.perf_counter()
         img = as_rgb(image)

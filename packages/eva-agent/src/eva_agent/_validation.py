@@ -6,34 +6,25 @@ import math
 import warnings
 from typing import Any
 
+import numpy as np
 from PIL import Image
 
 
 def as_rgb(image: Any, name: str = "image") -> Image.Image:
-    """``image`` as a PIL RGB image (PIL image or HxW[xC] uint8 array), keeping ``info``.
+    """``image`` as a PIL RGB image, keeping a PIL image's ``info``.
+
+    Accepted: a PIL image (any mode convertible to RGB), or an array-like (numpy, CPU tensor)
+    of shape (H, W) or (H, W, C) with C in 1, 3, 4 (channels last), either integer in
+    [0, 255] or float in [0, 1] (what ML code produces; scaled by 255 and rounded, so
+    ``uint8 / 255`` round-trips exactly).
 
     Raises:
-        TypeError: If it is neither a PIL image nor an array convertible to RGB.
-        ValueError: If it has zero width or height.
+        TypeError: If it is neither a PIL image nor a numeric array, or a boolean mask.
+        ValueError: If it has zero width or height, a shape other than the above (a
+            channels-first (C, H, W) array is named as such), NaN or infinite values, or
+            values outside [0, 1] (float) / [0, 255] (integer).
     """
-    if isinstance(image, Image.Image):
-        img = image
-    else:
-        try:
-            import numpy as np
-
-            arr = np.asarray(image)
-            if arr.dtype == object or arr.ndim not in (2, 3):
-                raise TypeError
-            if 0 in arr.shape[:2]:
-                raise ValueError(f"{name} has zero size: shape {arr.shape}")
-            img = Image.fromarray(arr.astype("uint8"))
-        except (TypeError, ValueError) as e:
-            if isinstance(e, ValueError) and "zero size" in str(e):
-                raise
-            raise TypeError(
-                f"{name} must be a PIL image or an HxW[x3] uint8 array, got {type(image).__name__}"
-            ) from None
+    img = image if isinstance(image, Image.Image) else Image.fromarray(_as_uint8(image, name))
     if img.width == 0 or img.height == 0:
         raise ValueError(f"{name} has zero size: {img.width}x{img.height}")
     if img.mode != "RGB":
@@ -44,6 +35,48 @@ def as_rgb(image: Any, name: str = "image") -> Image.Image:
         except (ValueError, OSError) as e:
             raise TypeError(f"{name} of mode {img.mode!r} is not convertible to RGB: {e}") from e
     return img
+
+
+def _as_uint8(image: Any, name: str) -> np.ndarray:
+    """An array image as uint8 (H, W) or (H, W, 3|4), checked (see :func:`as_rgb`)."""
+    kind = "a PIL image or an (H, W) / (H, W, C) array"
+    if image is None or isinstance(image, (str, bytes)):
+        raise TypeError(f"{name} must be {kind}, got {type(image).__name__}")
+    try:
+        arr = np.asarray(image)
+    except (TypeError, ValueError, RuntimeError):
+        raise TypeError(f"{name} must be {kind}, got {type(image).__name__}") from None
+    if arr.dtype == bool:
+        raise TypeError(f"{name} is a boolean mask, not an image; convert it (mask * 255)")
+    if not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
+        raise TypeError(f"{name} must be a numeric array ({kind}), got dtype {arr.dtype}")
+    if arr.ndim == 3 and arr.shape[-1] not in (1, 3, 4) and arr.shape[0] in (1, 3, 4):
+        raise ValueError(
+            f"{name} of shape {arr.shape} looks channels-first (C, H, W); pass (H, W, C), "
+            "e.g. array.transpose(1, 2, 0)"
+        )
+    if arr.ndim not in (2, 3) or (arr.ndim == 3 and arr.shape[-1] not in (1, 3, 4)):
+        raise ValueError(f"{name} must have shape (H, W) or (H, W, C) with C in 1, 3, 4, "
+                         f"got {arr.shape}")  # fmt: skip
+    if 0 in arr.shape[:2]:
+        raise ValueError(f"{name} has zero size: shape {arr.shape}")
+    if arr.ndim == 3 and arr.shape[-1] == 1:
+        arr = arr[..., 0]
+    if np.issubdtype(arr.dtype, np.floating):
+        finite = np.isfinite(arr)
+        if not finite.all():  # before the range check: NaN compares False with both bounds
+            raise ValueError(f"{name} contains {int((~finite).sum())} NaN or infinite values")
+        lo, hi = float(arr.min()), float(arr.max())
+        if lo < 0.0 or hi > 1.0:
+            raise ValueError(
+                f"a float {name} must be in [0, 1], got range [{lo:.4g}, {hi:.4g}]; for 0-255 "
+                "values pass an integer array (array.astype('uint8'))"
+            )
+        return np.rint(arr * 255.0).astype(np.uint8)
+    lo, hi = int(arr.min()), int(arr.max())
+    if lo < 0 or hi > 255:
+        raise ValueError(f"an integer {name} must be in [0, 255], got range [{lo}, {hi}]")
+    return arr.astype(np.uint8)
 
 
 def check_question(question: Any) -> str:
@@ -102,3 +135,26 @@ def clip_region(
             stacklevel=3,
         )
     return cx0, cy0, cx1, cy1
+
+
+def check_real(name: str, value: Any, low: float = -math.inf, high: float = math.inf) -> float:
+    """``value`` as a finite float in [low, high]; raises otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    v = float(value)
+    if not math.isfinite(v) or not low <= v <= high:
+        raise ValueError(f"{name} must be a finite number in [{low}, {high}], got {value!r}")
+    return v
+
+
+def check_finite_array(name: str, values: Any) -> np.ndarray:
+    """``values`` as a 1-D float array without NaN or infinity; raises otherwise."""
+    try:
+        arr = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a 1-D sequence of numbers, got {values!r}") from None
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name} contains {int((~np.isfinite(arr)).sum())} NaN or infinite values")
+    return arr

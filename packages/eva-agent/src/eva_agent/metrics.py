@@ -8,6 +8,14 @@ from eva_agent.types import AgentResult, QAItem
 from eva_agent.verify import check, extract_claim
 
 
+def _pairs(items: Sequence[QAItem], results: Sequence[AgentResult]) -> None:
+    """Raise unless ``items`` and ``results`` are non-empty and of one length."""
+    if len(items) != len(results):
+        raise ValueError(f"{len(items)} items but {len(results)} results: one result per item")
+    if not items:
+        raise ValueError("items is empty: no question to score")
+
+
 def is_correct(prediction: str, truth: str, qtype: str) -> bool:
     """Prediction equals the truth after type-specific claim extraction."""
     p, t = extract_claim(prediction, qtype), extract_claim(truth, qtype)
@@ -15,7 +23,12 @@ def is_correct(prediction: str, truth: str, qtype: str) -> bool:
 
 
 def accuracy_by_type(items: Sequence[QAItem], results: Sequence[AgentResult]) -> dict[str, float]:
-    """``{"overall": ..., qtype: ...}``."""
+    """``{"overall": ..., qtype: ...}``.
+
+    Raises:
+        ValueError: If ``items`` and ``results`` differ in length or are empty.
+    """
+    _pairs(items, results)
     by: dict[str, list[bool]] = {}
     for it, r in zip(items, results, strict=True):
         ok = is_correct(r.answer, it.answer, it.qtype)
@@ -25,7 +38,12 @@ def accuracy_by_type(items: Sequence[QAItem], results: Sequence[AgentResult]) ->
 
 
 def hallucination_rate(items: Sequence[QAItem], results: Sequence[AgentResult]) -> float:
-    """Share of "yes" answers to existence questions whose object is absent."""
+    """Share of "yes" answers to existence questions whose object is absent (NaN if none).
+
+    Raises:
+        ValueError: If ``items`` and ``results`` differ in length or are empty.
+    """
+    _pairs(items, results)
     absent = [
         (it, r)
         for it, r in zip(items, results, strict=True)
@@ -37,7 +55,13 @@ def hallucination_rate(items: Sequence[QAItem], results: Sequence[AgentResult]) 
 
 
 def tool_call_rate(results: Sequence[AgentResult]) -> float:
-    """Share of questions that made at least one tool call."""
+    """Share of questions that made at least one tool call.
+
+    Raises:
+        ValueError: If ``results`` is empty.
+    """
+    if not results:
+        raise ValueError("results is empty: no question to score")
     return sum(r.n_tool_calls > 0 for r in results) / len(results)
 
 
@@ -54,7 +78,13 @@ def evidence_consistency(
 
     Returns:
         ``(rate, n_verifiable)``; only slow-path results are counted when ``ledgers`` is None.
+
+    Raises:
+        ValueError: If ``items``, ``results`` (and ``ledgers``) differ in length or are empty.
     """
+    _pairs(items, results)
+    if ledgers is not None and len(ledgers) != len(results):
+        raise ValueError(f"{len(results)} results but {len(ledgers)} ledgers")
     sup = n = 0
     for k, (it, r) in enumerate(zip(items, results, strict=True)):
         if ledgers is None and r.route != "slow":

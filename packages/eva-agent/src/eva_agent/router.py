@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from eva_agent._validation import check_unit
+from eva_agent._validation import check_finite_array, check_real, check_unit
 from eva_agent._vocab import QTYPES
 
 #: Per-type risk prior pi (inferred): reading, counting and arithmetic over text are high,
@@ -95,12 +95,16 @@ def calibrate_tau(
     accuracy - lam * (mean tool calls). Ties in r are broken towards the nearer achievable rate.
 
     Raises:
-        ValueError: If neither mode is specified, lengths differ, or ``target_rate`` is
-            outside [0, 1].
+        ValueError: If neither mode is specified, lengths differ, ``target_rate`` is
+            outside [0, 1], ``lam`` is negative, or a risk / correctness / call count is NaN or
+            infinite (a risk must also lie in [0, 1]).
     """
-    r = np.asarray(risks, dtype=float)
-    if r.ndim != 1 or len(r) == 0:
+    r = check_finite_array("risks", risks)
+    if len(r) == 0:
         raise ValueError("risks must be a non-empty 1-D sequence")
+    if r.min() < 0 or r.max() > 1:
+        raise ValueError(f"risks must lie in [0, 1], got range [{r.min():.3g}, {r.max():.3g}]")
+    lam = check_real("lam", lam, 0.0)
     cands = np.unique(np.concatenate([[0.0, 1.0], r]))
     mids = np.unique(np.concatenate([cands, (cands[1:] + cands[:-1]) / 2]))
     mids = mids[(mids >= 0) & (mids <= 1)]
@@ -110,8 +114,9 @@ def calibrate_tau(
         return float(mids[int(np.argmin(np.abs(rates - target_rate)))])
     if fast_correct is None or slow_correct is None:
         raise ValueError("give target_rate, or fast_correct and slow_correct (and slow_calls)")
-    fc, sc = np.asarray(fast_correct, float), np.asarray(slow_correct, float)
-    calls = np.zeros_like(r) if slow_calls is None else np.asarray(slow_calls, float)
+    fc = check_finite_array("fast_correct", fast_correct)
+    sc = check_finite_array("slow_correct", slow_correct)
+    calls = np.zeros_like(r) if slow_calls is None else check_finite_array("slow_calls", slow_calls)
     if not (len(fc) == len(sc) == len(calls) == len(r)):
         raise ValueError(
             f"risks, fast_correct, slow_correct, slow_calls lengths differ: "
@@ -129,11 +134,16 @@ class LogisticRouter:
 
     Fitted with scikit-learn's ``LogisticRegression`` on validation questions
     (``pip install "eva-agent[sklearn]"``); routes slow iff the risk exceeds ``tau``.
+
+    Raises:
+        ValueError: If ``tau`` is outside [0, 1] or ``C`` is not a finite number > 0.
     """
 
     def __init__(self, tau: float = 0.5, C: float = 1.0) -> None:
         self.tau = check_unit("tau", tau)
-        self.C = float(C)
+        self.C = check_real("C", C)
+        if self.C <= 0:
+            raise ValueError(f"C (inverse regularisation strength) must be > 0, got {C!r}")
         self.model: Any = None
 
     @staticmethod
@@ -153,13 +163,26 @@ class LogisticRouter:
 
         ``rows``: dicts with ``conf``, ``qtype`` and optional ``agreement``, ``n_text``,
         ``answer``; ``direct_wrong``: 1 where the direct answer was wrong.
+
+        Raises:
+            ImportError: Without scikit-learn (the ``sklearn`` extra).
+            ValueError: If ``rows`` and ``direct_wrong`` differ in length, a feature is NaN
+                or infinite, a label is not 0/1, or only one class is present.
         """
         try:
             from sklearn.linear_model import LogisticRegression
         except ImportError as e:
             raise ImportError('LogisticRouter needs: pip install "eva-agent[sklearn]"') from e
-        X = np.array([self.features(**r) for r in rows])
-        y = np.asarray(direct_wrong, int)
+        rows = list(rows)
+        y = check_finite_array("direct_wrong", direct_wrong)
+        if len(rows) != len(y):
+            raise ValueError(f"{len(rows)} rows but {len(y)} direct_wrong labels")
+        if not np.isin(y, (0, 1)).all():
+            raise ValueError("direct_wrong must hold 0/1 labels (1 = direct answer wrong)")
+        X = np.array([self.features(**r) for r in rows], dtype=float)
+        if X.size and not np.isfinite(X).all():
+            raise ValueError("rows hold NaN or infinite features (conf, agreement, n_text)")
+        y = y.astype(int)
         if len(set(y.tolist())) < 2:
             raise ValueError("direct_wrong must contain both 0 and 1 to fit a router")
         self.model = LogisticRegression(C=self.C, max_iter=1000).fit(X, y)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from eva_agent._validation import check_unit
 from eva_agent._vocab import COLOURS, SHAPES, entities, infer_qtype
 from eva_agent.tools.calc import evaluate
 from eva_agent.types import Evidence, Verdict
@@ -259,11 +260,14 @@ class EvidenceVerifier:
 
     Args:
         evidence_conf: An evidence-derived answer replaces a still-contradicted one only at or
-            above this confidence (spec: 0.8).
+            above this confidence (spec: 0.8), in [0, 1].
+
+    Raises:
+        ValueError: If ``evidence_conf`` is outside [0, 1] (NaN included).
     """
 
     def __init__(self, evidence_conf: float = EVIDENCE_CONF) -> None:
-        self.evidence_conf = float(evidence_conf)
+        self.evidence_conf = check_unit("evidence_conf", evidence_conf)
 
     def check(
         self, answer: str, ledger: list[Evidence], qtype: str | None, question: str = ""

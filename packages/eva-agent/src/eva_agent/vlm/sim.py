@@ -90,8 +90,11 @@ class SimParams:
         for f in fields(self):
             v = getattr(self, f.name)
             if f.name in ("conf_correct", "conf_wrong"):
-                if len(v) != 2 or min(v) <= 0:
+                if len(v) != 2 or not all(math.isfinite(x) and x > 0 for x in v):
                     raise ValueError(f"{f.name} must be two positive Beta parameters, got {v}")
+            elif f.name == "count_free":
+                if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                    raise ValueError(f"count_free must be an int >= 0, got {v!r}")
             elif f.name != "count_free" and not 0.0 <= float(v) <= 1.0:
                 raise ValueError(f"{f.name} must be in [0, 1], got {v}")
 

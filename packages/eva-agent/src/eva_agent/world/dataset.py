@@ -28,6 +28,11 @@ class ShapeTextVQA(Sequence[QAItem]):
         split: ``train``, ``val`` or ``test`` (independent streams).
         difficulty: Scene difficulty in [0, 1] (see :func:`~eva_agent.world.sample_scene`).
 
+    Raises:
+        ValueError: If ``n < 6``, ``seed < 0``, ``difficulty`` is outside [0, 1] (NaN
+            included) or ``split`` is unknown.
+        TypeError: If ``n`` or ``seed`` is not an int.
+
     Example:
         >>> ds = ShapeTextVQA(12, seed=0, split="test")
         >>> len(ds), sorted({it.qtype for it in ds}) == sorted(QTYPES)
@@ -38,7 +43,7 @@ class ShapeTextVQA(Sequence[QAItem]):
         check_positive_int("n", n, low=len(QTYPES))
         if split not in _SPLITS:
             raise ValueError(f"split must be one of {sorted(_SPLITS)}, got {split!r}")
-        self.n, self.seed, self.split = n, int(seed), split
+        self.n, self.seed, self.split = n, check_positive_int("seed", seed, low=0), split
         self.difficulty = check_unit("difficulty", difficulty)
         rng = np.random.default_rng([int(seed), _SPLITS[split], 7031])
         quota = {t: n // len(QTYPES) + (i < n % len(QTYPES)) for i, t in enumerate(QTYPES)}

@@ -99,8 +99,21 @@ def modularity(args: argparse.Namespace) -> Outcome:
         {**cfg, "corpus": corpus, **extra},
         results,
         claims,
-        plot_metrics=["loss_full", "delta_8", "delta_4", "delta_random_8", "nmi"],
+        plot_metrics=list(PLOT_LABELS),
+        units=PLOT_UNITS,
+        labels=PLOT_LABELS,
     )
+
+
+#: the standard plot's axes in words (the record's metric keys are internal names)
+PLOT_LABELS = {
+    "loss_full": "test loss, all 32 experts",
+    "delta_8": "loss increase, 8 of 32 experts\n(selected per domain)",
+    "delta_4": "loss increase, 4 of 32 experts\n(selected per domain)",
+    "delta_random_8": "loss increase, 8 of 32 experts\n(chosen at random)",
+    "nmi": "domain purity of expert use (NMI)",
+}
+PLOT_UNITS = {k: "nats/byte" for k in ("loss_full", "delta_8", "delta_4", "delta_random_8")}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -28,7 +28,17 @@ def sample_pool_sizes(
     generator: torch.Generator | None = None,
     device: torch.device | str | None = None,
 ) -> torch.Tensor:
-    """Pool sizes ``m_d ~ Uniform{pool_min, ..., pool_max}``, one per document (long, ``(D,)``)."""
+    """Pool sizes ``m_d ~ Uniform{pool_min, ..., pool_max}``, one per document (long, ``(D,)``).
+
+    Raises:
+        ValueError: If ``n_docs < 0``, ``pool_min < 1`` or ``pool_min > pool_max``.
+    """
+    if n_docs < 0:
+        raise ValueError(f"n_docs must be >= 0, got {n_docs}")
+    if not 1 <= pool_min <= pool_max:
+        raise ValueError(
+            f"need 1 <= pool_min <= pool_max, got pool_min={pool_min}, pool_max={pool_max}"
+        )
     if generator is not None:
         sizes = torch.randint(
             pool_min, pool_max + 1, (n_docs,), generator=generator, device=generator.device

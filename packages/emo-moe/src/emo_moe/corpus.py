@@ -19,6 +19,7 @@ import ast
 import functools
 import hashlib
 import json
+import math
 import random
 import sysconfig
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -257,7 +258,12 @@ def split_documents(
     Raises:
         ValueError: If ``fractions`` are not three non-negative numbers summing to 1.
     """
-    if len(fractions) != 3 or min(fractions) < 0 or abs(sum(fractions) - 1.0) > 1e-9:
+    if (
+        len(fractions) != 3
+        or not all(math.isfinite(f) for f in fractions)
+        or min(fractions) < 0
+        or abs(sum(fractions) - 1.0) > 1e-9
+    ):
         raise ValueError(f"fractions must be 3 non-negative numbers summing to 1, got {fractions}")
     cut1, cut2 = fractions[0], fractions[0] + fractions[1]
     parts: tuple[list[str], list[str], list[str]] = ([], [], [])
@@ -279,12 +285,16 @@ def pack_documents(
     tensor. Documents are cut at row boundaries (document ids stay contiguous per row).
 
     Raises:
+        TypeError: If a document is not a string.
         ValueError: If ``seq_len < 2`` or there is nothing to pack.
     """
     if seq_len < 2:
         raise ValueError(f"seq_len must be >= 2, got {seq_len}")
     tok = tokenizer or ByteTokenizer()
     stream: list[int] = []
+    bad = next((d for d in documents if not isinstance(d, str)), None)
+    if bad is not None:
+        raise TypeError(f"documents must be strings, got a {type(bad).__name__}")
     for d in documents:
         stream.extend(tok.encode(d, add_eos=True))
     n = len(stream) // seq_len if drop_last else -(-len(stream) // seq_len)

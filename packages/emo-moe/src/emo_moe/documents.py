@@ -17,9 +17,16 @@ __all__ = [
 ]
 
 
-def _as_2d(x: torch.Tensor, name: str) -> torch.Tensor:
+def check_token_ids(x: object, name: str) -> None:
+    """``x`` must be an integer torch tensor (token ids, positions): TypeError otherwise."""
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == torch.bool:
+        raise TypeError(f"{name} must be an integer tensor (torch.long), got dtype {x.dtype}")
+
+
+def _as_2d(x: torch.Tensor, name: str) -> torch.Tensor:
+    check_token_ids(x, name)
     if x.dim() == 1:
         x = x.unsqueeze(0)
     if x.dim() != 2:
@@ -36,8 +43,14 @@ def doc_ids_from_eos(input_ids: torch.Tensor, eos_id: int) -> torch.Tensor:
 
     Returns:
         ``(B, S)`` long tensor; the id of token ``t`` is the number of EOS tokens before ``t``.
+
+    Raises:
+        TypeError: If ``input_ids`` is not an integer tensor or ``eos_id`` not an int.
+        ValueError: If ``input_ids`` is not ``(B, S)`` or ``(S,)``.
     """
     ids = _as_2d(input_ids, "input_ids")
+    if isinstance(eos_id, bool) or not isinstance(eos_id, int):
+        raise TypeError(f"eos_id must be an int, got {eos_id!r}")
     is_eos = (ids == eos_id).long()
     # exclusive cumulative sum: the EOS itself stays in the document it closes
     return torch.cumsum(is_eos, dim=1) - is_eos
@@ -66,6 +79,7 @@ def doc_ids_from_cu_seqlens(cu_seqlens: torch.Tensor, total_len: int | None = No
         ``(1, total_len)`` long tensor.
     """
     cu = torch.as_tensor(cu_seqlens)
+    check_token_ids(cu, "cu_seqlens")
     if cu.dim() != 1 or cu.numel() < 2 or int(cu[0]) != 0:
         raise ValueError(f"cu_seqlens must be 1-D, start at 0 and have >= 2 entries, got {cu}")
     if bool((cu[1:] < cu[:-1]).any()):

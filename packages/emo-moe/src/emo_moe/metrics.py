@@ -15,6 +15,11 @@ from methodkit import progress as show_progress
 __all__ = ["domain_losses", "expert_usage_matrix", "modularity_nmi", "rows_loss"]
 
 
+def _check_batch_size(batch_size: object) -> None:
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+
+
 @torch.no_grad()
 def rows_loss(
     model: nn.Module,
@@ -28,6 +33,7 @@ def rows_loss(
     ``progress`` shows a bar over the batches: ``None`` (default) on a terminal only,
     ``True`` always, ``False`` never.
     """
+    _check_batch_size(batch_size)
     was = model.training
     model.eval()
     total, count = 0.0, 0
@@ -93,6 +99,9 @@ def expert_usage_matrix(
     """
     if len(documents) == 0:
         raise ValueError("documents is empty")
+    if isinstance(max_len, bool) or not isinstance(max_len, int) or max_len < 1:
+        raise ValueError(f"max_len must be an int >= 1, got {max_len!r}")
+    _check_batch_size(batch_size)
     tok = ByteTokenizer()
     was = model.training
     model.eval()
@@ -120,7 +129,7 @@ def modularity_nmi(
     """Domain purity: NMI between true domains and k-means clusters of expert-usage vectors.
 
     Raises:
-        ValueError: Mismatched lengths or fewer documents than clusters.
+        ValueError: Mismatched lengths, NaN/inf usage or fewer documents than clusters.
     """
     from sklearn.cluster import KMeans
     from sklearn.metrics import normalized_mutual_info_score
@@ -129,6 +138,8 @@ def modularity_nmi(
     labels = np.asarray(labels)
     if usage.ndim != 2 or usage.shape[0] != labels.shape[0]:
         raise ValueError(f"usage {usage.shape} and labels {labels.shape} do not match")
+    if not np.isfinite(usage).all():
+        raise ValueError(f"usage holds {int((~np.isfinite(usage)).sum())} NaN/inf value(s)")
     k = len(np.unique(labels)) if k is None else k
     if usage.shape[0] < k:
         raise ValueError(f"need at least k={k} documents, got {usage.shape[0]}")

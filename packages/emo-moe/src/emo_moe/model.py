@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -9,7 +10,7 @@ import torch
 from torch import nn
 from torch.nn import functional as nnf
 
-from emo_moe.documents import doc_ids_from_eos, validate_doc_ids
+from emo_moe.documents import check_token_ids, doc_ids_from_eos, validate_doc_ids
 from emo_moe.layers import MoEFeedForward
 from emo_moe.losses import GRANULARITIES, global_load_balancing_loss, router_z_loss
 from emo_moe.routing import POOL_MODES, DocumentPoolRouter, RouterOutput, TopKRouter
@@ -19,11 +20,26 @@ __all__ = ["ROUTERS", "TinyMoEConfig", "TinyMoELM"]
 ROUTERS = ("topk", "emo")
 
 
+def _check_int_field(name: str, value: object, low: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {value!r}")
+    if value < low:
+        kind = "positive" if low == 1 else f">= {low}"
+        raise ValueError(f"{name} must be {kind}, got {value}")
+
+
 @dataclass
 class TinyMoEConfig:
     """Configuration of :class:`TinyMoELM` (defaults: the spec's small-scale model).
 
     ``top_k`` counts routed experts; ``num_shared`` shared experts are always active on top.
+
+    Raises:
+        TypeError: An integer field that is not an int, or a non-numeric loss weight.
+        ValueError: A size that is not positive (``d_model=-1``: "d_model must be positive"),
+            ``top_k > num_experts``, an unknown router, pool mode or granularity, a negative or
+            NaN loss weight, ``eos_id``/``pad_id`` outside the vocabulary, or ``d_model`` not
+            divisible by ``n_heads`` (checked in this order).
     """
 
     vocab_size: int = 258
@@ -49,23 +65,37 @@ class TinyMoEConfig:
     pad_id: int = 257
 
     def __post_init__(self) -> None:
+        """Check every field in order (positivity before any divisibility or cross-check)."""
+        for name, low in (
+            ("vocab_size", 1), ("d_model", 1), ("n_layers", 1), ("n_heads", 1),
+            ("max_len", 1), ("num_experts", 1), ("num_shared", 0), ("top_k", 1),
+            ("d_expert", 1), ("pool_min", 1), ("pool_max", 1), ("pool_eval", 1),
+            ("eos_id", 0), ("pad_id", 0),
+        ):  # fmt: skip
+            _check_int_field(name, getattr(self, name), low)
+        if self.top_k > self.num_experts:
+            raise ValueError(f"top_k={self.top_k} must be <= num_experts={self.num_experts}")
         if self.router not in ROUTERS:
             raise ValueError(f"router must be one of {ROUTERS}, got {self.router!r}")
         if self.pool_mode not in POOL_MODES:
             raise ValueError(f"pool_mode must be one of {POOL_MODES}, got {self.pool_mode!r}")
+        for name in ("lb_weight", "z_weight"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise TypeError(f"{name} must be a number, got {value!r}")
+            if not math.isfinite(value) or value < 0:
+                raise ValueError(f"{name} must be a finite number >= 0, got {value}")
         if self.lb_granularity not in GRANULARITIES:
             raise ValueError(
                 f"lb_granularity must be one of {GRANULARITIES}, got {self.lb_granularity!r}"
             )
+        for name in ("eos_id", "pad_id"):
+            if getattr(self, name) >= self.vocab_size:
+                raise ValueError(
+                    f"{name}={getattr(self, name)} must be < vocab_size={self.vocab_size}"
+                )
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} must be divisible by n_heads={self.n_heads}")
-        for name in ("vocab_size", "n_layers", "max_len", "d_expert"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.lb_weight < 0 or self.z_weight < 0:
-            raise ValueError(
-                f"lb_weight, z_weight must be >= 0, got {self.lb_weight}, {self.z_weight}"
-            )
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict of the fields."""
@@ -165,8 +195,21 @@ class TinyMoELM(nn.Module):
     ) -> dict[str, Any]:
         """Logits ``(B, S, V)``; with ``labels`` (``-100`` ignored, shifted inside) the losses."""
         cfg = self.cfg
+        check_token_ids(input_ids, "input_ids")
         if input_ids.dim() != 2:
             raise ValueError(f"input_ids must have shape (B, S), got {tuple(input_ids.shape)}")
+        if input_ids.numel() == 0:
+            raise ValueError(f"input_ids is empty: shape {tuple(input_ids.shape)}")
+        lo, hi = int(input_ids.min()), int(input_ids.max())
+        if lo < 0 or hi >= cfg.vocab_size:
+            raise ValueError(
+                f"input_ids must be in [0, vocab_size={cfg.vocab_size}), got values in [{lo}, {hi}]"
+            )
+        if labels is not None and tuple(labels.shape) != tuple(input_ids.shape):
+            raise ValueError(
+                f"labels must have the shape of input_ids {tuple(input_ids.shape)}, "
+                f"got {tuple(labels.shape)}"
+            )
         B, S = input_ids.shape
         if cfg.max_len < S:
             raise ValueError(f"sequence length {S} exceeds max_len={cfg.max_len}")

@@ -46,7 +46,10 @@ def _check_subsets(
         raise ValueError(f"need one subset per MoE layer ({n_layers}), got {len(subsets)}")
     out = []
     for i, s in enumerate(subsets):
-        s = torch.as_tensor(s, dtype=torch.long).flatten()
+        raw = torch.as_tensor(s)
+        if raw.numel() and (raw.dtype.is_floating_point or raw.dtype == torch.bool):
+            raise TypeError(f"subset {i} must hold integer expert indices, got dtype {raw.dtype}")
+        s = raw.to(torch.long).flatten()
         if s.numel() < top_k:
             raise ValueError(f"subset {i} has {s.numel()} experts, fewer than top_k={top_k}")
         if s.unique().numel() != s.numel():
@@ -147,9 +150,11 @@ def expert_importance(
     weighted by the token's relative hidden-state change (per calibration token).
     ``greedy_layerwise=True`` scores layer ``l`` with layers ``< l`` already restricted to their
     selected subsets (``fraction`` or ``m`` is then required). The model runs in eval mode.
+    A transformers MoE model (OLMoE, Mixtral, Qwen2-MoE: what :func:`hf_router_logits` and
+    :func:`restrict_hf_experts` accept) is scored through its ``gate`` modules.
 
     Args:
-        model: a model with :class:`MoEFeedForward` layers.
+        model: a model with :class:`MoEFeedForward` layers, or a transformers MoE model.
         calibration: a ``(B, S)`` tensor, a list of 1-D token tensors (documents) or a list of
             ``(input_ids, doc_ids)`` pairs.
         method: ``"router_prob"`` or ``"output_aware"``.
@@ -160,19 +165,25 @@ def expert_importance(
             only, ``True`` always, ``False`` never.
 
     Raises:
-        ValueError: Empty calibration data, an unknown method, or greedy without a size.
+        TypeError: A model that is not an ``nn.Module`` or has no MoE layers or gates.
+        ValueError: Empty calibration data, an unknown method, greedy without a size,
+            or document ids for a transformers model.
     """
     if method not in SCORES:
         raise ValueError(f"method must be one of {SCORES}, got {method!r}")
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch nn.Module, got {type(model).__name__}")
     batches = _calibration_batches(calibration)
+    if greedy_layerwise and fraction is None and m is None:
+        raise ValueError("greedy_layerwise=True needs fraction or m")
+    if not any(isinstance(mod, MoEFeedForward) for mod in model.modules()):
+        return _hf_importance(model, batches, method, greedy_layerwise, fraction, m, progress)
     layers = _moe_layers(model)
     was_training = model.training
     model.eval()
     try:
         if not greedy_layerwise:
             return _layer_scores(model, layers, batches, method, None, progress).float()
-        if fraction is None and m is None:
-            raise ValueError("greedy_layerwise=True needs fraction or m")
         scores = torch.zeros(len(layers), layers[0].num_experts)
         chosen: list[torch.Tensor] = []
         for li in range(len(layers)):
@@ -197,15 +208,20 @@ def select_expert_subset(
     the selection is deterministic.
 
     Raises:
+        TypeError: A non-integer ``m``.
         ValueError: Fraction outside ``(0, 1]``, neither or both sizes, ``m`` outside
-            ``[top_k, E]``, or ``importance`` not 2-D.
+            ``[top_k, E]``, ``importance`` not 2-D or not finite.
     """
     imp = torch.as_tensor(importance)
     if imp.dim() != 2:
         raise ValueError(f"importance must have shape (L, E), got {tuple(imp.shape)}")
+    if not bool(torch.isfinite(imp.double()).all()):
+        raise ValueError("importance holds NaN or inf scores; every expert needs a finite score")
     E = imp.shape[1]
     if (fraction is None) == (m is None):
         raise ValueError("give exactly one of fraction or m")
+    if m is not None and (isinstance(m, bool) or not isinstance(m, int)):
+        raise TypeError(f"m must be an int, got {m!r}")
     if fraction is not None:
         if not 0.0 < float(fraction) <= 1.0:
             raise ValueError(f"fraction must be in (0, 1], got {fraction}")
@@ -276,7 +292,16 @@ def prune_experts(model: nn.Module, subsets: Sequence) -> nn.Module:
 
 # ---------------------------------------------------------------- transformers MoE models
 def _hf_gates(model: nn.Module) -> list[nn.Module]:
-    gates = []
+    return [gate for _, gate in _hf_moe_blocks(model)]
+
+
+def _hf_moe_blocks(model: nn.Module) -> list[tuple[nn.Module, nn.Module]]:
+    """``(sparse MoE block, its gate)`` of every MoE layer of a transformers model, in depth order.
+
+    Raises:
+        TypeError: If the model has no recognisable MoE gate modules (lists what was found).
+    """
+    blocks = []
     for name, mod in model.named_modules():
         leaf = name.rsplit(".", 1)[-1]
         if leaf == "gate" and (
@@ -284,14 +309,14 @@ def _hf_gates(model: nn.Module) -> list[nn.Module]:
         ):
             parent = model.get_submodule(name.rsplit(".", 1)[0]) if "." in name else model
             if hasattr(parent, "experts"):
-                gates.append(mod)
-    if not gates:
+                blocks.append((parent, mod))
+    if not blocks:
         found = sorted({type(m).__name__ for m in model.modules()})
         raise TypeError(
             f"{type(model).__name__} has no recognisable MoE gate modules (a 'gate' nn.Linear or "
             f"top-k router beside 'experts'); module types found: {found}"
         )
-    return gates
+    return blocks
 
 
 def _gate_logits(gate: nn.Module, h: torch.Tensor) -> torch.Tensor:
@@ -367,3 +392,108 @@ def restrict_hf_experts(model: nn.Module, subsets: Sequence) -> Iterator[nn.Modu
     finally:
         for hk in hooks:
             hk.remove()
+
+
+def _hf_top_k(model: nn.Module, gate: nn.Module) -> tuple[int, bool]:
+    """Routed experts per token and whether their weights are renormalised."""
+    cfg = getattr(model, "config", None)
+    k = getattr(gate, "top_k", None) or getattr(cfg, "num_experts_per_tok", 1)
+    norm = getattr(gate, "norm_topk_prob", getattr(cfg, "norm_topk_prob", False))
+    return int(k), bool(norm)
+
+
+def _hf_expert_output(experts: nn.Module, e: int, x: torch.Tensor) -> torch.Tensor:
+    """``FFN_e(x)`` of one expert: a ModuleList entry, or a fused experts module (weight 1)."""
+    if isinstance(experts, nn.ModuleList):
+        return experts[e](x)
+    idx = torch.full((x.shape[0], 1), e, dtype=torch.long, device=x.device)
+    return experts(x, idx, torch.ones(x.shape[0], 1, dtype=x.dtype, device=x.device))
+
+
+def _hf_score(
+    model: nn.Module, block: nn.Module, gate: nn.Module, h: torch.Tensor, y: Any, method: str
+) -> torch.Tensor:
+    """One layer's scores on one batch (the formulas of :func:`_score`, from the gate)."""
+    x = h.reshape(-1, h.shape[-1])
+    probs = torch.softmax(_gate_logits(gate, x).double(), dim=-1)
+    if method == "router_prob":
+        return probs.sum(dim=0)
+    k, norm = _hf_top_k(model, gate)
+    w, idx = torch.topk(probs, k, dim=-1)
+    if norm:
+        w = w / w.sum(dim=-1, keepdim=True)
+    y = y[0] if isinstance(y, tuple) else y
+    w_tok = y.reshape(x.shape).double().norm(dim=-1) / x.double().norm(dim=-1).clamp_min(1e-12)
+    s = torch.zeros(probs.shape[1], dtype=torch.float64)
+    for e in idx.unique().tolist():
+        tok, slot = torch.nonzero(idx == e, as_tuple=True)
+        norms = _hf_expert_output(block.experts, e, x[tok]).double().norm(dim=-1)
+        s[e] = (w[tok, slot] * norms * w_tok[tok]).sum()
+    return s
+
+
+@torch.no_grad()
+def _hf_layer_scores(
+    model: nn.Module,
+    blocks: list[tuple[nn.Module, nn.Module]],
+    batches: list,
+    method: str,
+    which: int | None,
+    progress: bool | None,
+) -> torch.Tensor:
+    scores = torch.zeros(len(blocks), blocks[0][1].weight.shape[0], dtype=torch.float64)
+    captured: dict[int, tuple] = {}
+    hooks = [
+        block.register_forward_hook(
+            lambda mod, args, out, li=li: captured.__setitem__(li, (args[0], out))
+        )
+        for li, (block, _) in enumerate(blocks)
+    ]
+    try:
+        for ids, doc in show_progress(
+            batches, enabled=progress, desc="expert importance", total=len(batches)
+        ):
+            if doc is not None:
+                raise ValueError(
+                    "a transformers model takes no doc_ids: pass input_ids only as calibration"
+                )
+            captured.clear()
+            model(ids)
+            for li in range(len(blocks)) if which is None else [which]:
+                h, y = captured[li]
+                scores[li] += _hf_score(model, *blocks[li], h, y, method)
+    finally:
+        for hk in hooks:
+            hk.remove()
+    return scores / sum(b[0].numel() for b in batches)
+
+
+def _hf_importance(
+    model: nn.Module,
+    batches: list,
+    method: str,
+    greedy_layerwise: bool,
+    fraction: float | None,
+    m: int | None,
+    progress: bool | None,
+) -> torch.Tensor:
+    """:func:`expert_importance` for a transformers MoE model (scored through its gates)."""
+    blocks = _hf_moe_blocks(model)
+    was_training = model.training
+    model.eval()
+    try:
+        if not greedy_layerwise:
+            return _hf_layer_scores(model, blocks, batches, method, None, progress).float()
+        E = blocks[0][1].weight.shape[0]
+        k, _ = _hf_top_k(model, blocks[0][1])
+        scores = torch.zeros(len(blocks), E)
+        chosen: list[torch.Tensor] = []
+        for li in range(len(blocks)):
+            subsets = chosen + [torch.arange(E)] * (len(blocks) - li)
+            with restrict_hf_experts(model, subsets):
+                layer = _hf_layer_scores(model, blocks, batches, method, li, progress)
+            scores[li] = layer[li].float()
+            chosen.append(select_expert_subset(scores[li : li + 1], fraction, m, top_k=k)[0])
+        return scores
+    finally:
+        model.train(was_training)

@@ -180,24 +180,28 @@ def plot_tau(rec: dict[str, Any], path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from plots import MODEL_WORDS, SOURCES_WORDS
 
     rows = {r["method"]: r for r in rec["results"] if r["metric"] == "auroc"}
-    fig, ax = plt.subplots(figsize=(6.0, 3.8))
-    for model in CURVE_MODELS:
+    fig, ax = plt.subplots(figsize=(8.6, 4.2))
+    for colour, model in enumerate(CURVE_MODELS):
         for sources, ls in (("A", ":"), ("B", "--"), ("A+B", "-")):
             pts = [(t, rows.get(label(model, sources, t))) for t in TAUS]
             pts = [(t, r) for t, r in pts if r is not None]
             if pts:
                 ax.errorbar([t for t, _ in pts], [r["mean"] for _, r in pts],
                             yerr=[r["std"] for _, r in pts], ls=ls, marker="o", ms=3,
-                            label=f"{model} {sources}")  # fmt: skip
+                            color=f"C{colour}", capsize=2,
+                            label=f"{MODEL_WORDS[model]}, {SOURCES_WORDS[sources]}")  # fmt: skip
     orc = rows.get(label("oracle", "A+B", MAIN_TAU))
     if orc:
-        ax.axhline(orc["mean"], color="k", lw=0.8, label="oracle z")
-    ax.set(xlabel="observed fraction tau of each source trace", ylabel="test AUROC",
-           title=rec["benchmark"])  # fmt: skip
+        ax.axhline(orc["mean"], color="k", lw=0.8, label="oracle: true latent z")
+    ax.set(xlabel="observed fraction tau of each source trace",
+           ylabel="test AUROC (higher is better)",
+           title=f"plvm, {rec['benchmark']} scenario (mean ± std over seeds)")  # fmt: skip
+    ax.set_xticks(TAUS)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=6, ncol=3)
+    ax.legend(fontsize=6.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

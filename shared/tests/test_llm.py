@@ -19,6 +19,8 @@ from methodkit.llm import (
     LLMTimeoutError,
     OpenAIClient,
     check_chat_args,
+    first_line,
+    parse_choice,
 )
 
 OK = {
@@ -276,3 +278,25 @@ def test_import_stays_standard_library_only():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_first_line_is_tolerant():
+    assert first_line("  \n'Paris'.\nmore") == "Paris"
+    assert first_line("I think so.\nAnswer: 42\n", marker="Answer:") == "42"
+    assert first_line("answer = blue", marker="Answer") == "blue"
+    assert first_line("Answer:\n42", marker="Answer:") == "42"  # the value on the next line
+    assert first_line("no marker here\n2", marker="Answer:") == "no marker here"
+    assert first_line("") == ""
+    assert first_line(None) == ""
+
+
+def test_parse_choice_exact_then_first_mention():
+    opts = ["detect", "rapidocr", "answer"]
+    assert parse_choice("Detect", opts) == "detect"
+    assert parse_choice("I would use rapidocr, then answer.", opts) == "rapidocr"
+    assert parse_choice("detection is not a tool", opts) is None
+    assert parse_choice("red square", ["red", "red square"]) == "red square"
+    with pytest.raises(ValueError, match="options must be non-empty strings"):
+        parse_choice("x", [])
+    with pytest.raises(ValueError, match="options must be non-empty strings"):
+        parse_choice("x", ["a", " "])

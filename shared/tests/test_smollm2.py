@@ -43,7 +43,7 @@ def test_missing_wheel_names_the_extra(monkeypatch):
 def test_gguf_path_follows_the_environment(monkeypatch, tmp_path):
     monkeypatch.setattr(smollm2.importlib.util, "find_spec", lambda name: None)
     monkeypatch.setenv(smollm2.GGUF_ENV, str(tmp_path / "m.gguf"))
-    with pytest.raises(FileNotFoundError, match="METHODKIT_SMOLLM2_GGUF=.*is not a file"):
+    with pytest.raises(FileNotFoundError, match=r"METHODKIT_SMOLLM2_GGUF=.*is not a file"):
         smollm2.gguf_path()
     (tmp_path / "m.gguf").write_bytes(b"GGUF")
     assert smollm2.gguf_path() == tmp_path / "m.gguf"
@@ -136,3 +136,24 @@ def test_tiny_tokenizer_renders_chats_as_the_real_one(loaded):
     assert [tiny.convert_ids_to_tokens(i) for i in (0, 1, 2)] == [
         real.convert_ids_to_tokens(i) for i in (0, 1, 2)
     ]
+
+
+def test_score_options_matches_one_forward_per_option():
+    model, tok = smollm2.tiny_smollm2(seed=1)
+    msgs = [{"role": "user", "content": "Pick a tool."}]
+    options = ["detect", "ocr", "answer now"]
+    got = smollm2.score_options(model, tok, msgs, options, prefix="Tool: ")
+    base = tok.apply_chat_template(msgs, add_generation_prompt=True, tokenize=True)
+    base = list(base["input_ids"] if hasattr(base, "keys") else base)
+    base += tok.encode("Tool: ", add_special_tokens=False)
+    for option, value in zip(options, got, strict=True):
+        tail = tok.encode(option, add_special_tokens=False)
+        ids = torch.tensor([base + tail])
+        with torch.no_grad():
+            logp = torch.log_softmax(model(ids).logits[0].double(), -1)
+        ref = sum(float(logp[len(base) - 1 + j, t]) for j, t in enumerate(tail))
+        assert value == pytest.approx(ref, abs=1e-6)
+    with pytest.raises(ValueError, match="at least one string"):
+        smollm2.score_options(model, tok, msgs, [])
+    with pytest.raises(ValueError, match="encode to at least one token"):
+        smollm2.score_options(model, tok, msgs, ["a", ""])

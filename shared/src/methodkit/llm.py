@@ -30,6 +30,7 @@ import email.utils
 import http.client
 import json
 import math
+import re
 import socket
 import time
 import urllib.error
@@ -51,7 +52,9 @@ __all__ = [
     "OpenAIClient",
     "TokenLogprob",
     "check_chat_args",
+    "first_line",
     "parse_chat_choice",
+    "parse_choice",
 ]
 
 #: HTTP statuses retried with backoff: rate limiting and transient server errors.
@@ -195,6 +198,48 @@ def check_chat_args(
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
         raise TypeError(f"seed must be an int or None, got {seed!r}")
     return out
+
+
+def first_line(text: str, *, marker: str | None = None) -> str:
+    """The answer line of a small model's reply: tolerant, never raises.
+
+    With ``marker`` (e.g. ``"Answer:"``), the text after its last occurrence (case-insensitive,
+    ``=`` accepted for ``:``) when there is one; otherwise the first non-empty line. Quotes,
+    a trailing full stop and surrounding whitespace are stripped.
+    """
+    text = text or ""
+    if marker:
+        word = re.escape(marker.rstrip(":= ").strip())
+        hits = re.findall(rf"{word}\s*[:=]\s*([^\n]*)", text, flags=re.IGNORECASE)
+        hits = [h for h in hits if h.strip()]
+        if hits:
+            text = hits[-1]
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    quotes = " \t\"'`*"
+    return line.strip(quotes).rstrip(".").strip(quotes)
+
+
+def parse_choice(text: str, options: Sequence[str]) -> str | None:
+    """The option a free-text reply names, or None: tolerant matching for small models.
+
+    An exact match (case-insensitive, after :func:`first_line`) wins; otherwise the option
+    whose whole-word mention comes first in the reply (ties: the longer option).
+
+    Raises:
+        ValueError: If ``options`` is empty or holds an empty string.
+    """
+    if not options or any(not isinstance(o, str) or not o.strip() for o in options):
+        raise ValueError(f"options must be non-empty strings, got {options!r}")
+    line = first_line(text).lower()
+    for o in options:
+        if line == o.lower():
+            return o
+    best: tuple[int, int, str] | None = None
+    for o in options:
+        m = re.search(rf"(?<!\w){re.escape(o.lower())}(?!\w)", (text or "").lower())
+        if m and (best is None or (m.start(), -len(o)) < best[:2]):
+            best = (m.start(), -len(o), o)
+    return None if best is None else best[2]
 
 
 def _retry_after(value: str | None) -> float | None:

@@ -240,3 +240,62 @@ def tiny_smollm2(
     if device is not None:
         model = model.to(device)
     return model.eval(), tokenizer
+
+
+def _chat_ids(tokenizer: Any, messages: Any) -> list[int]:
+    if isinstance(messages, str):
+        return list(tokenizer.encode(messages, add_special_tokens=False))
+    enc = tokenizer.apply_chat_template(list(messages), add_generation_prompt=True, tokenize=True)
+    if hasattr(enc, "keys"):  # newer transformers return a BatchEncoding
+        enc = enc["input_ids"]
+    return [int(t) for t in enc]
+
+
+def score_options(
+    model: Any, tokenizer: Any, messages: Any, options: list[str], *, prefix: str = ""
+) -> list[float]:
+    """Log-probability of each option as the reply to ``messages`` (choices by likelihood).
+
+    For a step that is a choice (which tool, which colour), a small model is asked for no free
+    text: each option's tokens are scored after the chat prompt (and ``prefix``, e.g.
+    ``"Tool:"``) in one padded forward pass, and the caller takes the arg-max. Works for any
+    ``transformers`` causal LM with a chat template; used by eva-agent and evochamber.
+
+    Args:
+        model: A causal LM (on any device).
+        tokenizer: Its tokenizer, with a chat template when ``messages`` is a list.
+        messages: Chat messages, or a prompt string used as is.
+        options: The candidate replies (non-empty strings).
+        prefix: Text forced after the prompt, before the option.
+
+    Returns:
+        ``sum log p(option tokens | prompt, prefix)`` per option (natural log).
+
+    Raises:
+        ValueError: If ``options`` is empty or holds a string that encodes to no tokens.
+    """
+    import torch
+
+    if not options:
+        raise ValueError("options must hold at least one string, got []")
+    base = _chat_ids(tokenizer, messages)
+    if prefix:
+        base += list(tokenizer.encode(prefix, add_special_tokens=False))
+    tails = [list(tokenizer.encode(o, add_special_tokens=False)) for o in options]
+    if any(not t for t in tails):
+        raise ValueError(f"every option must encode to at least one token, got {options!r}")
+    width = len(base) + max(len(t) for t in tails)
+    device = next(model.parameters()).device
+    ids = torch.zeros((len(tails), width), dtype=torch.long, device=device)
+    mask = torch.zeros_like(ids)
+    for k, t in enumerate(tails):
+        row = base + t
+        ids[k, : len(row)] = torch.tensor(row, device=device)
+        mask[k, : len(row)] = 1
+    with torch.no_grad():
+        logp = torch.log_softmax(model(input_ids=ids, attention_mask=mask).logits.double(), -1)
+    out = []
+    for k, t in enumerate(tails):
+        pos = torch.arange(len(base) - 1, len(base) - 1 + len(t), device=device)
+        out.append(float(logp[k, pos, torch.tensor(t, device=device)].sum()))
+    return out

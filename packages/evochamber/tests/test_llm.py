@@ -50,7 +50,7 @@ def test_malformed_distill_json_is_skipped_with_a_warning():
     replies = iter(["Answer: 1"] * 3 + ["I was wrong."] * 3 + ["critique", "not json {"])
     chat = ScriptedChatModel(lambda m: next(replies))
     eng = EvoChamber(LLMPolicy(chat), EvoConfig(n_agents=3, structure="VOTE", lifecycle=False))
-    with pytest.warns(UserWarning, match="not a JSON list"):
+    with pytest.warns(UserWarning, match="neither a JSON list of lessons nor .Lesson:. lines"):
         rec = eng.step(Task("t1", "math", "1+1?", check=ExactMatch("2")))
     assert rec["insights"] == 0
 

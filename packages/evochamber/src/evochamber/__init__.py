@@ -22,7 +22,7 @@ from evochamber.lifecycle import Lifecycle, LifecycleEvent
 from evochamber.memory import MemoryArchive
 from evochamber.policies import SimPolicy, SolverPolicy, StepContext
 from evochamber.policies.llm import LLMPolicy, parse_answer
-from evochamber.policies.prompts import DefaultPrompts
+from evochamber.policies.prompts import DefaultPrompts, SmallModelPrompts
 from evochamber.population import Population
 from evochamber.sim import NicheWorld, NicheWorldConfig, make_stream
 from evochamber.stream import ExactMatch, NumericMatch, PythonTests, TaskStream
@@ -70,6 +70,7 @@ __all__ = [
     "RunLog",
     "ScriptedChatModel",
     "SimPolicy",
+    "SmallModelPrompts",
     "SolverPolicy",
     "StepContext",
     "Structure",

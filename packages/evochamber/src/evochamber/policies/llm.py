@@ -38,18 +38,47 @@ def parse_answer(text: str) -> str:
     return lines[-1] if lines else ""
 
 
+_LESSON = re.compile(r"^\s*(?:[-*\d.)\s]*)?lesson\s*\d*\s*[:=]\s*(.+)$", re.IGNORECASE | re.M)
+_KIND = re.compile(r"^(?:\((strategy|pitfall|check)\)|(strategy|pitfall|check)\s*:)\s*", re.I)
+
+
+def _lesson_lines(text: str) -> list[dict[str, Any]]:
+    out = []
+    for hit in _LESSON.findall(text or ""):
+        body = hit.strip().strip("\"'` ")
+        kind = _KIND.match(body)
+        if kind:
+            body = body[kind.end() :].strip()
+        if body:
+            tag = (kind.group(1) or kind.group(2)).lower() if kind else "strategy"
+            out.append({"text": body, "kind": tag})
+    return out
+
+
 def parse_insights(text: str, m: int) -> list[dict[str, Any]]:
-    """The JSON list of lessons in ``text`` (first ``[...]`` span); warns and skips on junk."""
+    """The lessons in a distill reply: a JSON list of objects, else ``Lesson: ...`` lines.
+
+    Tolerant, for small models: the first ``[...]`` span that parses as a JSON list of
+    ``{"text": ...}`` objects wins; otherwise every line ``Lesson: <text>`` (optionally
+    numbered or bulleted, optionally ``(pitfall)`` / ``(check)`` tagged) is a lesson. Warns and
+    returns ``[]`` when neither is there; malformed JSON entries are skipped with a warning.
+    """
     start, end = (text or "").find("["), (text or "").rfind("]")
-    try:
-        if start < 0 or end <= start:
-            raise ValueError("no JSON list")
-        data = json.loads(text[start : end + 1])
-        if not isinstance(data, list):
-            raise ValueError("not a list")
-    except ValueError as exc:
-        warnings.warn(f"distill reply is not a JSON list of lessons, skipped ({exc})", stacklevel=3)
-        return []
+    data: Any = None
+    if 0 <= start < end:
+        try:
+            data = json.loads(text[start : end + 1])
+        except ValueError:
+            data = None
+    if not isinstance(data, list):
+        lines = _lesson_lines(text)
+        if not lines:
+            warnings.warn(
+                "distill reply holds neither a JSON list of lessons nor 'Lesson:' lines, "
+                f"skipped: {(text or '')[:80]!r}",
+                stacklevel=3,
+            )
+        return lines[:m]
     out = []
     for d in data:
         if isinstance(d, dict) and isinstance(d.get("text"), str) and d["text"].strip():

@@ -43,3 +43,57 @@ class DefaultPrompts:
         "Task:\n{task}\n\nYour answer: {answer}\nFeedback: {feedback}\nWrite one reusable "
         "lesson for similar tasks, in one sentence."
     )
+
+
+@dataclass(frozen=True)
+class SmallModelPrompts(DefaultPrompts):
+    """Prompts a ~135M instruct model can follow: few-shot, one short answer line each.
+
+    Every answering step shows two worked examples and asks for exactly one line
+    ``Answer: <answer>``; distillation asks for lines ``Lesson: <one sentence>`` (parsed by
+    :func:`~evochamber.policies.llm.parse_insights`, which also accepts the JSON list of
+    :class:`DefaultPrompts`). Use with ``LLMPolicy(chat, prompts=SmallModelPrompts())``.
+    """
+
+    answer: str = (
+        "Reply with one line: Answer: <answer>.\n\n"
+        "Task: What is 2 + 2?\nAnswer: 4\n\n"
+        "Task: What is the capital of Italy? Answer with one word.\nAnswer: Rome\n\n"
+        "Task: {task}"
+    )
+    verify: str = (
+        "Check the answer. Reply with one line: Answer: <correct answer>.\n\n"
+        "Task: What is 3 + 4?\nProposed: 8\nAnswer: 7\n\n"
+        "Task: What colour is grass? Answer with one word.\nProposed: green\nAnswer: green\n\n"
+        "Task: {task}\nProposed: {answer}"
+    )
+    debate: str = (
+        "Others answered: {peers}. You answered: {answer}. Reply with one line: "
+        "Answer: <answer>.\n\n"
+        "Task: What is 5 + 1?\nOthers answered: 6. You answered: 7.\nAnswer: 6\n\n"
+        "Task: {task}"
+    )
+    plan: str = "Task: {task}\nIn one short line, say how to solve it (no answer)."
+    solve_with_plan: str = (
+        "Reply with one line: Answer: <answer>.\n\n"
+        "Task: What is 6 - 2?\nPlan: subtract.\nAnswer: 4\n\n"
+        "Task: {task}\nPlan: {plan}"
+    )
+    reflect: str = (
+        "Task: {task}\nYour answer: {answer}. Team answer: {team_answer}. {feedback}.\n"
+        "In one short sentence, say what went right or wrong."
+    )
+    cross_examine: str = (
+        "Task: {task}\nReflections:\n{reflections}\nIn one short sentence, say which "
+        "reflection is wrong, or 'none'."
+    )
+    distill: str = (
+        "Write {m} short lessons for similar tasks, one per line, each starting 'Lesson:'.\n\n"
+        "Task: What is 8 - 5?\nReflections: the answer 13 added instead of subtracting.\n"
+        "Lesson: Read the operator before computing.\n\n"
+        "Task: {task}\nReflections:\n{reflections}\nCritique: {critique}"
+    )
+    self_reflect: str = (
+        "Task: {task}\nYour answer: {answer}. {feedback}.\n"
+        "Write one line: Lesson: <one sentence for similar tasks>."
+    )

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from parse_rates import smollm2_parse
 from shift import QUICK_SHIFT, SHIFT_CONFIGS, SHIFT_HIB, run_shift
 from tasks import CONFIGS, HIB, QUICK, SIM_LABEL, ceiling, mean, real_model_run, run_one
 
@@ -260,6 +261,7 @@ def main(argv: list[str] | None = None) -> int:
             "niche_world_further": niche_world_further,
             "niche_shift": niche_shift,
             "smollm2_plumbing": smollm2_plumbing,
+            "smollm2_parse": smollm2_parse,
         },
         argv,
         description=f"evochamber on {SIM_LABEL}",

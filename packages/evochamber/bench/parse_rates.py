@@ -1,0 +1,158 @@
+"""Parse rate of every LLM step of evochamber on SmolLM2-135M-Instruct (issue 42).
+
+Each step's prompt (DefaultPrompts vs SmallModelPrompts) is sent once per task to the real
+model (greedy, 32 tokens) and the reply is parsed the way LLMPolicy parses it:
+
+- answer, verify, debate, solve_with_plan: the reply carries the ``Answer:`` marker;
+- distill: at least one lesson parses (a JSON list, or ``Lesson:`` lines for the small prompts);
+- self_reflect (small prompts): a ``Lesson:`` line; plan, reflect, cross_examine and the default
+  self_reflect are free text: a non-empty reply.
+
+Then EvoChamber runs end to end with SmallModelPrompts (accuracy, seconds and tokens per task).
+``--quick`` uses a scripted stand-in (no transformers import).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import time
+import warnings
+
+from evochamber import (
+    DefaultPrompts,
+    EvoChamber,
+    EvoConfig,
+    HFChatModel,
+    LLMPolicy,
+    ScriptedChatModel,
+    SmallModelPrompts,
+    Task,
+)
+from evochamber.policies.llm import parse_insights
+from evochamber.stream import ExactMatch, NumericMatch
+from methodkit.bench import Outcome, ResultRow, check
+
+TASKS = [
+    ("math", "What is 7 + 5?", "12"),
+    ("facts", "What is the capital of France? Answer with one word.", "Paris"),
+    ("math", "What is 9 - 3?", "6"),
+    ("facts", "What colour is a clear daytime sky? Answer with one word.", "blue"),
+    ("math", "What is 4 + 4?", "8"),
+    ("facts", "What is the capital of Spain? Answer with one word.", "Madrid"),
+    ("math", "What is 10 - 7?", "3"),
+    ("facts", "How many legs does a dog have? Answer with a number.", "4"),
+    ("math", "What is 2 + 6?", "8"),
+    ("facts", "What colour is snow? Answer with one word.", "white"),
+    ("math", "What is 5 + 3?", "8"),
+    ("facts", "What is the opposite of hot? Answer with one word.", "cold"),
+]
+MARKER = re.compile(r"answer\s*[:=]\s*\S", re.IGNORECASE)
+LESSON = re.compile(r"lesson\s*\d*\s*[:=]\s*\S", re.IGNORECASE)
+STEPS = ("answer", "verify", "debate", "solve_with_plan", "plan", "reflect", "cross_examine",
+         "distill", "self_reflect")  # fmt: skip
+
+
+def _fill(prompts: object, step: str, task: str) -> str:
+    return getattr(prompts, step).format(
+        task=task, answer="5", peers="- 5\n- 6", plan="add the numbers", team_answer="5",
+        feedback="the team answer was wrong", reflections="- a1: I added wrongly.",
+        critique="a1 is right", m=2,
+    )  # fmt: skip
+
+
+def _parsed(step: str, reply: str, small: bool) -> bool:
+    if step in ("answer", "verify", "debate", "solve_with_plan"):
+        return bool(MARKER.search(reply))
+    if step == "distill":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return bool(parse_insights(reply, 2))
+    if step == "self_reflect" and small:
+        return bool(LESSON.search(reply))
+    return bool(reply.strip())
+
+
+def step_rates(chat: object, n_tasks: int) -> tuple[dict[str, dict[str, float]], list[dict]]:
+    """Parse rate per (prompt set, step) over the first ``n_tasks`` tasks."""
+    rates: dict[str, dict[str, float]] = {}
+    examples = []
+    system = "You are agent a1, a careful problem solver."
+    for label, prompts in (("default", DefaultPrompts()), ("small", SmallModelPrompts())):
+        rates[label] = {}
+        for step in STEPS:
+            ok = 0
+            for k, (_, prompt, _) in enumerate(TASKS[:n_tasks]):
+                msgs = [{"role": "system", "content": system},
+                        {"role": "user", "content": _fill(prompts, step, prompt)}]  # fmt: skip
+                reply = chat.chat(msgs, max_tokens=32)[0].text
+                ok += _parsed(step, reply, label == "small")
+                if k == 0:
+                    examples.append({"prompts": label, "step": step, "reply": reply[:120]})
+            rates[label][step] = ok / n_tasks
+    return rates, examples
+
+
+def end_to_end(chat: object, n_tasks: int, seed: int) -> dict[str, float]:
+    """EvoChamber with SmallModelPrompts over the tasks: accuracy, seconds, tokens per task."""
+    policy = LLMPolicy(chat, prompts=SmallModelPrompts(), max_tokens=32)
+    engine = EvoChamber(policy, EvoConfig(n_agents=3, team_size=2, lifecycle=False), seed)
+    tasks = [
+        Task(f"r{i}", k, p, check=(NumericMatch if k == "math" else ExactMatch)(a))
+        for i, (k, p, a) in enumerate(TASKS[:n_tasks])
+    ]
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        log = engine.run(tasks)
+    secs = time.perf_counter() - t0
+    n = len(log.steps)
+    return {
+        "accuracy": log.accuracy(),
+        "seconds_per_task": secs / n,
+        "tokens_per_task": sum(s["tokens"] for s in log.steps) / n,
+        "calls_per_task": sum(s["calls"] for s in log.steps) / n,
+        "insights_per_task": sum(s["insights"] for s in log.steps) / n,
+    }
+
+
+def smollm2_parse(args: argparse.Namespace) -> Outcome:
+    """Per-step parse rates on SmolLM2 (default vs small prompts) and one end-to-end run."""
+    if args.quick:
+        chat, model = ScriptedChatModel(["Answer: 12\nLesson: add."]), "scripted stand-in"
+    else:
+        from methodkit.smollm2 import load_smollm2
+
+        chat, model = HFChatModel(*load_smollm2()), "SmolLM2-135M-Instruct"
+    n = 3 if args.quick else len(TASKS)
+    t0 = time.perf_counter()
+    rates, examples = step_rates(chat, n)
+    step_secs = time.perf_counter() - t0
+    e2e = end_to_end(chat, n, args.seeds[0])
+    rows = [
+        ResultRow.from_values(f"{label}:{step}", "parse_rate", [v], True)
+        for label, per in rates.items()
+        for step, v in per.items()
+    ]
+    rows += [ResultRow.from_values("small:end_to_end", k, [v], None) for k, v in e2e.items()]
+    worst = min(rates["small"].values())
+    claims = [
+        check(
+            "SmolLM2 with SmallModelPrompts: every LLM step parses at a rate >= 0.9",
+            worst >= 0.9,
+            ", ".join(f"{s} {v:.2f}" for s, v in rates["small"].items()),
+            inputs=[worst],
+            degenerate=bool(args.quick),
+        )
+    ]
+    config = {
+        "model": model,
+        "tasks": n,
+        "max_tokens": 32,
+        "decoding": "greedy",
+        "step_seconds": step_secs,
+        "rates": rates,
+        "end_to_end": e2e,
+        "examples": examples,
+    }
+    return Outcome(config, rows, claims, seeds=args.seeds[:1])

@@ -111,6 +111,10 @@ def test_sample_bad_inputs():
         model.sample([("NaCl2", 2, 1)])
     with pytest.raises(ValueError, match="eps must be in"):
         EPFlowConfig(eps=0.7)
+    with pytest.raises(ValueError, match="lam_f must be a finite number >= 0, got nan"):
+        EPFlowConfig(lam_f=float("nan"))
+    with pytest.raises(ValueError, match="lam_z must be a finite number >= 0, got -1"):
+        EPFlowConfig(lam_z=-1.0)
     with pytest.raises(ValueError, match="divisible"):
         AxialGridTransformer(width=10, n_heads=4)
 

@@ -124,3 +124,54 @@ def test_comparator_tolerance():
     P[i, k[1]] += 0.2
     changed = ODM(P, o.species, o.frac_coords, o.lattice).to_structure()
     assert not sm.fit(s, changed)
+
+
+def _odm_args():
+    from pymatgen.core import Element
+
+    P = np.array([[0.5, 0.5, 0.0], [0.5, 0.0, 0.5], [0.0, 0.5, 0.5]])
+    return P, [Element("Na"), Element("K"), None], np.zeros((3, 3)), Lattice.cubic(4.0)
+
+
+def test_odm_accepts_a_feasible_matrix():
+    P, sp, F, lat = _odm_args()
+    odm = ODM(P, sp, F, lat, c=np.ones(3))
+    assert odm.is_feasible(1e-12)
+    # a baseline sample that misses the species totals by design is allowed when asked
+    Pb = np.array([[1.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.5, 0.5]])
+    assert ODM(Pb, sp, F, lat, c=np.ones(3), check_columns=False).marginal_error() == 1.0
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        (lambda P, c: (np.full_like(P, np.nan), c), "9 non-finite entries .NaN or inf.; first at"),
+        (lambda P, c: (np.where(P == 0.0, np.inf, P), c), "non-finite entries"),
+        (lambda P, c: (P + np.array([[0.1, -0.1, 0], [0, 0, 0], [0, 0, 0]]), c),
+         "column 0 .Na. of P sums to 1.1 but the formula gives c = 1"),
+        (lambda P, c: (P - np.array([[0, 0, 0.2], [0, 0, 0], [0, 0, 0]]) + 0.2 * np.eye(3)[0], c),
+         "negative occupancy -0.2 at site 0, species vacancy"),
+        (lambda P, c: (P * 3, c), "site 0 has total occupancy 3; every row of P must sum to 1"),
+        (lambda P, c: (P, np.array([1.0, 1.0, 1.5])), "c sums to 3.5 but the cell has N = 3"),
+        (lambda P, c: (P, np.array([1.0, np.nan, 1.0])), "c must be finite and >= 0"),
+        (lambda P, c: (P, np.array([2.0, -1.0, 2.0])), "c must be finite and >= 0"),
+        (lambda P, c: (P, np.ones(2)), "c has shape .2,. but P has 3 species columns"),
+        (lambda P, c: (P, np.array([1.5, 0.5, 1.0])),
+         "column 0 .Na. of P sums to 1 but the formula gives c = 1.5"),
+    ],
+)  # fmt: skip
+def test_odm_validates_on_construction(change, match):
+    P, sp, F, lat = _odm_args()
+    P2, c2 = change(P.copy(), np.ones(3))
+    with pytest.raises(ValueError, match=match):
+        ODM(P2, sp, F, lat, c=c2)
+
+
+def test_odm_bad_shapes_and_tol():
+    P, sp, F, lat = _odm_args()
+    with pytest.raises(ValueError, match="species columns"):
+        ODM(P, sp[:2], F, lat)
+    with pytest.raises(ValueError, match="frac_coords has 2 rows but P has 3"):
+        ODM(P, sp, F[:2], lat)
+    with pytest.raises(ValueError, match="tol must be a finite number >= 0"):
+        ODM(P, sp, F, lat, tol=float("nan"))

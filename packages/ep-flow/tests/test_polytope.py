@@ -121,7 +121,7 @@ def test_bad_inputs():
     Pz = T([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]])
     with pytest.raises(ValueError, match="strictly positive"):
         canonicalize(Pz, r, c, eps=0.0)
-    with pytest.raises(ValueError, match="negative or NaN"):
+    with pytest.raises(ValueError, match="negative, NaN or infinite"):
         canonicalize(T([[1.5, -0.5], [0.0, 1.0], [0.5, 0.5]]), r, c)
     with pytest.raises(ValueError, match="row_mask has shape"):
         double_center(P, row_mask=torch.ones(4, dtype=torch.bool))
@@ -178,3 +178,30 @@ def test_decoder_sweep_few_thousand_matrices():
         assert float(P.min()) >= 0
         worst = max(worst, float(marginal_error(P, r, c, rm, cm).max()))
     assert worst <= 1e-9
+
+
+def test_non_finite_and_bad_tolerances_are_refused():
+    r, c = torch.ones(3, dtype=torch.float64), torch.full((2,), 1.5, dtype=torch.float64)
+    Z = double_center(
+        torch.randn(3, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    )
+    P = torch.full((3, 2), 0.5, dtype=torch.float64)
+    with pytest.raises(ValueError, match="Z has 1 non-finite entries"):
+        sinkhorn_decode(torch.where(Z.min() < Z, Z, torch.nan), r, c)
+    with pytest.raises(ValueError, match="r has 1 non-finite entries"):
+        sinkhorn_decode(Z, torch.tensor([1.0, float("nan"), 1.0], dtype=torch.float64), c)
+    with pytest.raises(ValueError, match="c has 2 non-finite entries"):
+        sinkhorn_decode(Z, r, torch.full((2,), float("inf"), dtype=torch.float64))
+    for tol in (0.0, -1e-9, float("nan")):
+        with pytest.raises(ValueError, match="tol must be a finite number > 0"):
+            sinkhorn_decode(Z, r, c, tol=tol)
+        with pytest.raises(ValueError, match="tol must be a finite number > 0"):
+            rebalance_on_support(P, r, c, tol=tol)
+    with pytest.raises(ValueError, match="negative, NaN or infinite"):
+        canonicalize(torch.where(P > 0, float("inf"), 0.0).double(), r, c)
+    with pytest.raises(ValueError, match="P has 6 non-finite entries"):
+        rebalance_on_support(torch.full_like(P, float("nan")), r, c)
+    with pytest.raises(ValueError, match="n_iter must be >= 1"):
+        rebalance_on_support(P, r, c, n_iter=0)
+    with pytest.raises(ValueError, match="marginals r and c must be positive"):
+        rebalance_on_support(P, r, torch.tensor([3.0, 0.0], dtype=torch.float64))

@@ -45,6 +45,10 @@ class EPFlowConfig:
         for name in ("width", "n_layers", "n_heads"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("lam_z", "lam_f", "lam_l"):
+            v = float(getattr(self, name))
+            if not (math.isfinite(v) and v >= 0):
+                raise ValueError(f"{name} must be a finite number >= 0, got {v}")
 
 
 class EPFlow(nn.Module):
@@ -77,6 +81,8 @@ class EPFlow(nn.Module):
         >>> bool(odm.is_feasible(1e-8))
         True
     """
+
+    exact_marginals = True  # samples meet the formula's column sums (checked by ODM)
 
     def __init__(
         self, config: EPFlowConfig | None = None, network: nn.Module | None = None
@@ -250,7 +256,8 @@ class EPFlow(nn.Module):
         P_np = P[:n, :m].detach().cpu().numpy()
         lattice = Lattice.from_parameters(*abc, *angles)
         frac = F[:n].double().cpu().numpy() % 1.0
-        return ODM(P_np, species, frac, lattice, c=batch.c[i, :m].cpu().numpy())
+        c = batch.c[i, :m].cpu().numpy()
+        return ODM(P_np, species, frac, lattice, c=c, check_columns=self.exact_marginals)
 
     def n_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())

@@ -61,6 +61,8 @@ class OrderedCSPFlow(EPFlow):
     the same way. Same network and geometry flow as EP-Flow.
     """
 
+    exact_marginals = False  # integer counts: fractional formulas are missed by design
+
     def prepare(self, crystals: list[ODM]) -> list[ODM]:
         """See :class:`ep_flow.EPFlow`; overridden for this representation."""
         out = []
@@ -89,6 +91,8 @@ class RowSimplexFlow(EPFlow):
     ``f H_M`` only. Each decoded row is a distribution (site constraint holds), the species
     totals are not enforced.
     """
+
+    exact_marginals = False
 
     def encode(self, batch: CrystalBatch) -> Tensor:
         """See :class:`ep_flow.EPFlow`; overridden for this representation."""

@@ -60,14 +60,25 @@ def composition_to_marginals(
 
 @dataclass
 class ODM:
-    """Occupancy Distribution Matrix of one crystal.
+    """Occupancy Distribution Matrix of one crystal, validated on construction.
 
     Attributes:
-        P: (N, M) occupancies, rows = candidate sites, columns = ``species``.
+        P: (N, M) occupancies, rows = candidate sites, columns = ``species``; finite, >= 0,
+            every row summing to 1 (missing occupancy goes into a vacancy column).
         species: pymatgen ``Element`` per column, ``None`` for the vacancy column.
         frac_coords: (N, 3) fractional coordinates of the candidate sites.
         lattice: pymatgen ``Lattice``.
-        c: target column marginals (species counts in the cell); default the column sums of P.
+        c: target column marginals (species counts in the cell, finite, >= 0, ``sum c = N``);
+            default the column sums of P.
+        tol: absolute tolerance of the checks (entries >= -tol, marginals within tol).
+        check_columns: check the column sums of P against ``c`` (the formula). Off only for
+            samples of baselines that do not enforce the species totals by design.
+
+    Raises:
+        ValueError: on a non-finite or negative entry, a row not summing to 1, a ``c`` that is
+            non-finite, negative, of the wrong length or not summing to N, or (with
+            ``check_columns``) a column sum that differs from ``c``; the message names the site
+            or species.
     """
 
     P: np.ndarray
@@ -75,6 +86,8 @@ class ODM:
     frac_coords: np.ndarray
     lattice: Lattice
     c: np.ndarray = field(default=None)  # type: ignore[assignment]
+    tol: float = 1e-6
+    check_columns: bool = True
 
     def __post_init__(self) -> None:
         self.P = np.asarray(self.P, dtype=float)
@@ -87,9 +100,51 @@ class ODM:
             raise ValueError(
                 f"frac_coords has {self.frac_coords.shape[0]} rows but P has {self.P.shape[0]}"
             )
+        if not (np.isfinite(self.tol) and self.tol >= 0):
+            raise ValueError(f"tol must be a finite number >= 0, got {self.tol}")
+        self._check_entries()
         self.c = self.P.sum(0) if self.c is None else np.asarray(self.c, dtype=float)
+        self._check_marginals()
         if not isinstance(self.lattice, Lattice):
             self.lattice = Lattice(self.lattice)
+
+    def _name(self, k: int) -> str:
+        return "vacancy" if self.species[k] is None else self.species[k].symbol
+
+    def _check_entries(self) -> None:
+        bad = np.argwhere(~np.isfinite(self.P))
+        if len(bad):
+            i, k = bad[0]
+            raise ValueError(f"P has {len(bad)} non-finite entries (NaN or inf); first at site "
+                             f"{i}, species {self._name(k)}: {self.P[i, k]}")  # fmt: skip
+        if self.P.size and self.P.min() < -self.tol:
+            i, k = np.unravel_index(np.argmin(self.P), self.P.shape)
+            raise ValueError(f"P has a negative occupancy {self.P[i, k]:.6g} at site {i}, "
+                             f"species {self._name(k)} (occupancies must be >= 0)")  # fmt: skip
+        rows = self.P.sum(1)
+        i = int(np.argmax(np.abs(rows - 1.0))) if len(rows) else 0
+        if len(rows) and abs(rows[i] - 1.0) > self.tol:
+            raise ValueError(f"site {i} has total occupancy {rows[i]:.6g}; every row of P must "
+                             f"sum to 1 within tol {self.tol:g} (missing occupancy belongs in "
+                             "a vacancy column)")  # fmt: skip
+
+    def _check_marginals(self) -> None:
+        n, m = self.P.shape
+        if self.c.shape != (m,):
+            raise ValueError(f"c has shape {self.c.shape} but P has {m} species columns")
+        if not np.isfinite(self.c).all() or (self.c < 0).any():
+            raise ValueError(f"c must be finite and >= 0, got {self.c}")
+        if abs(self.c.sum() - n) > self.tol * max(1, n):
+            raise ValueError(f"c sums to {self.c.sum():.6g} but the cell has N = {n} sites "
+                             "(sum c = N: the vacancy column holds N - atoms)")  # fmt: skip
+        if self.check_columns:
+            err = np.abs(self.P.sum(0) - self.c)
+            k = int(np.argmax(err))
+            if err[k] > self.tol * max(1, n):
+                raise ValueError(f"column {k} ({self._name(k)}) of P sums to "
+                                 f"{self.P[:, k].sum():.6g} but the formula gives c = "
+                                 f"{self.c[k]:.6g} (tol {self.tol:g}; check_columns=False for "
+                                 "samples that do not enforce species totals)")  # fmt: skip
 
     @property
     def n_sites(self) -> int:

@@ -9,6 +9,8 @@ Padding: ``row_mask`` (B, N) and ``col_mask`` (B, M) mark the valid rows / colum
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import Tensor
 
@@ -35,6 +37,19 @@ def _as_batch(X: Tensor) -> tuple[Tensor, bool]:
     if X.dim() != 3:
         raise ValueError(f"expected a (N, M) or (B, N, M) tensor, got shape {tuple(X.shape)}")
     return X, False
+
+
+def _check_finite(X: Tensor, name: str) -> None:
+    if not bool(torch.isfinite(X.detach()).all()):
+        n_bad = int((~torch.isfinite(X.detach())).sum())
+        raise ValueError(f"{name} has {n_bad} non-finite entries (NaN or inf); it must be finite")
+
+
+def _check_tol(tol: float | None, dtype: torch.dtype) -> float:
+    tol = _default_tol(dtype) if tol is None else float(tol)
+    if not (math.isfinite(tol) and tol > 0):
+        raise ValueError(f"tol must be a finite number > 0, got {tol}")
+    return tol
 
 
 def _vec(v: Tensor | None, B: int, n: int, like: Tensor, name: str) -> Tensor:
@@ -131,8 +146,10 @@ def canonicalize(
     if c is None:
         c = (Pb * w).sum(1)
     rr, cc = _marginals(Pb, r, c, rm, cm)
-    if bool(torch.isnan(Pb[w]).any()) or bool((Pb[w] < 0).any()):
-        raise ValueError("P has negative or NaN entries; occupancies must be >= 0")
+    if not bool(torch.isfinite(Pb[w]).all()) or bool((Pb[w] < 0).any()):
+        raise ValueError("P has negative, NaN or infinite entries; occupancies must be >= 0")
+    _check_finite(rr, "r")
+    _check_finite(cc, "c")
     n_sites = rr.sum(1).clamp_min(torch.finfo(Pb.dtype).tiny)
     indep = rr.unsqueeze(2) * cc.unsqueeze(1) / n_sites[:, None, None]
     Pe = (1.0 - eps) * Pb + eps * indep
@@ -318,8 +335,9 @@ def sinkhorn_decode(
     Zb, squeeze = _as_batch(Z)
     rm, cm = _masks(Zb, row_mask, col_mask)
     rr, cc = _marginals(Zb, r, c, rm, cm)
+    _check_finite(Zb, "Z")
     _check_marginals(rr, cc, rm, cm)
-    tol = _default_tol(Zb.dtype) if tol is None else float(tol)
+    tol = _check_tol(tol, Zb.dtype)
     f64 = torch.float64
     P, _ = _sinkhorn_log(Zb.to(f64), rr.to(f64), cc.to(f64), rm, cm, int(n_iter), tol)
     P = P.to(Zb.dtype)
@@ -333,6 +351,8 @@ def sinkhorn_decode(
 
 
 def _check_marginals(rr: Tensor, cc: Tensor, rm: Tensor, cm: Tensor) -> None:
+    _check_finite(rr, "r")
+    _check_finite(cc, "c")
     if bool((rr[rm] <= 0).any()) or bool((cc[cm] <= 0).any()):
         raise ValueError("marginals r and c must be positive on valid rows / columns")
     gap = (rr.sum(1) - cc.sum(1)).abs()
@@ -379,7 +399,11 @@ def rebalance_on_support(
     Pb, squeeze = _as_batch(P)
     rm, cm = _masks(Pb, row_mask, col_mask)
     rr, cc = _marginals(Pb, r, c, rm, cm)
-    tol = _default_tol(Pb.dtype) if tol is None else float(tol)
+    _check_finite(Pb, "P")
+    _check_marginals(rr, cc, rm, cm)
+    tol = _check_tol(tol, Pb.dtype)
+    if int(n_iter) < 1:
+        raise ValueError(f"n_iter must be >= 1, got {n_iter}")
     Pc = Pb.clamp_min(0.0)
     neg = torch.tensor(float("-inf"), dtype=Pb.dtype, device=Pb.device)
     L = torch.where(Pc > 0, torch.log(torch.where(Pc > 0, Pc, torch.ones_like(Pc))), neg)

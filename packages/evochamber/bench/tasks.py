@@ -43,6 +43,8 @@ CONFIGS: dict[str, Callable[[SimPolicy, int], Any]] = {
     "no_merge": _evo(merge=False),
     "no_fork": _evo(fork=False),
     "no_seed": _evo(seed_agents=False),
+    "credit_idle_members": _evo(credit_idle_members=True),  # the spec's literal step 4
+    "fixed_SOLO_VERIFY_credit_idle": _evo(structure="SOLO_VERIFY", credit_idle_members=True),
     "single_agent": lambda p, s: SingleAgent(p, memory=False, seed=s),
     "single_agent_memory": lambda p, s: SingleAgent(p, memory=True, seed=s),
     "vote3": lambda p, s: MajorityVote(p, n=3, seed=s),

@@ -153,9 +153,20 @@ def test_resume_mid_period_is_bit_for_bit(tmp_path, cut):
     assert back.policy.state() == full.policy.state()
 
 
-def test_every_member_is_updated_under_solo_verify():
-    """Spec step 4: s_a = own answer if known, else the team outcome (issue 43 audit, 4a)."""
+def test_idle_members_are_credited_only_when_asked():
+    """Audit 4a: by default only members that answered are updated (SOLO_VERIFY: the anchor)."""
     eng, log = run(EvoConfig(structure="SOLO_VERIFY", lifecycle=False), n=30)
+    counts = {a.agent_id: sum(a.counts.values()) for a in eng.population}
+    anchors = {}
+    for s in log.steps:
+        anchors[s["anchor"]] = anchors.get(s["anchor"], 0) + 1
+    assert {a: c for a, c in counts.items() if c} == anchors
+
+
+def test_every_member_is_updated_under_solo_verify_when_asked():
+    """Spec step 4 read literally: s_a = own answer if known, else the team outcome."""
+    cfg = EvoConfig(structure="SOLO_VERIFY", lifecycle=False, credit_idle_members=True)
+    eng, log = run(cfg, n=30)
     counts = {a.agent_id: sum(a.counts.values()) for a in eng.population}
     seen = {}
     for s in log.steps:

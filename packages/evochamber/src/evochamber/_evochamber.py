@@ -48,6 +48,8 @@ class EvoConfig:
     ``active_window``. Population: ``lifecycle`` and each operator, ``n_min``/``n_max``.
     ``memory=False`` writes nothing to any archive (memoryless baselines);
     ``shared_memory=True`` gives every agent one common archive (broadcast-pool baseline).
+    ``credit_idle_members=True`` also updates members that gave no answer (SOLO_VERIFY's
+    supplement and scout) with the team outcome: the spec's literal step 4, an ablation here.
     """
 
     n_agents: int = 20
@@ -84,6 +86,7 @@ class EvoConfig:
     retrieve_r: int = 4
     memory: bool = True
     shared_memory: bool = False
+    credit_idle_members: bool = False
 
     def __post_init__(self) -> None:
         self.validate()
@@ -114,7 +117,7 @@ class EvoConfig:
         for name in ("specialist_guard", "prune_q", "merge_cos", "fork_c", "cover_c"):
             check_real(name, getattr(self, name), 0.0, 1.0)
         for name in ("donor_notes", "lifecycle", "prune", "merge", "fork", "seed_agents",
-                     "prime_seeds", "memory", "shared_memory"):  # fmt: skip
+                     "prime_seeds", "memory", "shared_memory", "credit_idle_members"):  # fmt: skip
             check_bool(name, getattr(self, name))
         if self.n_min > self.n_max:
             raise ValueError(f"n_min ({self.n_min}) must be <= n_max ({self.n_max})")
@@ -388,12 +391,16 @@ class EvoChamber:
     ) -> None:
         """EWMA competence, counts, experience, learning by doing (step 4).
 
-        Every member is updated: s_a is its own answer's correctness when it answered and that
-        is known, else the team outcome (the supplement and scout of SOLO_VERIFY).
+        Each member that answered is updated with s_a = its own answer's correctness when
+        known, else the team outcome. Members that gave no answer (the supplement and scout of
+        SOLO_VERIFY) are updated with the team outcome only with ``credit_idle_members=True``
+        (the spec's literal "for each member"; measured to cost accuracy, see the README).
         """
         k = task.niche or ""
         for a in team:
             answered = a.agent_id in outcome.member_answers
+            if not answered and not self.config.credit_idle_members:
+                continue
             own = outcome.member_correct.get(a.agent_id) if answered else None
             s = own if own is not None else outcome.success  # spec: else the team outcome
             if s is not None:

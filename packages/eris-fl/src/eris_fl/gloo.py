@@ -34,6 +34,7 @@ from eris_fl.dsc import ShiftState, resolve_alpha
 from eris_fl.params import assign, flatten
 from eris_fl.partition import ShardPartitioner
 from eris_fl.simulation import History
+from methodkit import progress as show_progress
 
 logger = logging.getLogger(__name__)
 
@@ -98,6 +99,7 @@ def run_worker(
     timeout_s: float = 120.0,
     eval_fn: EvalFn | None = None,
     on_round: RoundHook | None = None,
+    progress: bool | None = None,
 ) -> History:
     """Run one client (one rank) of an ERIS training; return its :class:`~eris_fl.History`.
 
@@ -119,6 +121,8 @@ def run_worker(
         timeout_s: Timeout of every collective (a dead peer fails the run after this).
         eval_fn: ``f(model) -> dict | float``, run on rank 0 after each round (logged there).
         on_round: Called with ``(rank, round, stage)`` as the rank moves through a round.
+        progress: A bar over the rounds on rank 0: ``None`` (default) on a terminal only,
+            ``True`` always, ``False`` never.
 
     Returns:
         The history: per-round metrics (``eval_fn``'s on rank 0) and the final flat state
@@ -148,7 +152,11 @@ def run_worker(
         update_fn = as_update_fn(trainer, config)
         run = _RankRun(rank, world_size, model, dataset_fn(rank), config, comm)
         history = History()
-        for t in range(rounds):
+        steps = show_progress(
+            range(rounds), enabled=progress if rank == 0 else False,  # one bar, on rank 0
+            desc=f"ERIS rounds (gloo, {world_size} ranks)", total=rounds,
+        )  # fmt: skip
+        for t in steps:
             try:
                 run.round(update_fn, t, on_round)
             except Exception as exc:

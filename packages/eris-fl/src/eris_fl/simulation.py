@@ -179,7 +179,7 @@ def run_simulation(
     trainer: LocalTrainer | UpdateFn | None = None,
     eval_fn: EvalFn | None = None,
     tap: Observer | None = None,
-    progress: bool = False,
+    progress: bool | None = None,
     count_bytes: bool = False,
 ) -> History:
     """Train ``model`` for ``rounds`` ERIS rounds in one process (see :class:`ERISSimulator`).
@@ -192,7 +192,8 @@ def run_simulation(
         trainer: Local work; default :class:`~eris_fl.client.LocalTrainer` (1 epoch SGD 0.1).
         eval_fn: Optional ``f(model) -> dict | float`` after each round.
         tap: Optional observer called with every :class:`~eris_fl.observers.RoundView`.
-        progress: Show a progress bar.
+        progress: A bar over the rounds: ``None`` (default) on a terminal only, ``True``
+            always, ``False`` never (``TQDM_DISABLE=1`` silences it).
         count_bytes: Attach a :class:`~eris_fl.observers.ByteCounter` (``History.ledger``).
 
     Returns:
@@ -218,7 +219,7 @@ def run_simulation(
     observers = [o for o in (counter, tap) if o is not None]
     sim = ERISSimulator(model, client_datasets, config, trainer, eval_fn, observers)
     history = History(byte_counter=counter)
-    for _ in _progress(range(rounds), enabled=progress, desc="ERIS rounds"):
+    for _ in _progress(range(rounds), enabled=progress, desc="ERIS rounds", total=rounds):
         history.metrics.append(sim.step())
     history.params = sim.x.clone()
     return history

@@ -404,7 +404,7 @@ class ESSFlow:
         return_x: bool = True,
         max_init_tries: int = 1000,
         callback: Callable[[int, torch.Tensor, torch.Tensor], None] | None = None,
-        progress: bool = False,
+        progress: bool | None = None,
         max_rhat: float = DEFAULT_MAX_RHAT,
         min_ess_per_chain: float = DEFAULT_MIN_ESS_PER_CHAIN,
     ) -> ESSFlowResult:
@@ -428,7 +428,8 @@ class ESSFlow:
             return_x: Store ``x = T(z)`` of the kept samples.
             max_init_tries: Prior redraws per chain for ``init="search"``.
             callback: Called as ``callback(iteration, z, log_lik)`` after every iteration.
-            progress: Show a progress bar.
+            progress: A bar over the iterations: ``None`` (default) on a terminal only,
+                ``True`` always, ``False`` never (``TQDM_DISABLE=1`` silences it).
             max_rhat: Warn when a coordinate's rank-normalised R-hat exceeds this.
             min_ess_per_chain: Warn when ``min(bulk, tail ESS) / n_chains`` is below this.
 
@@ -457,7 +458,7 @@ class ESSFlow:
         counter: list[int],
         return_x: bool,
         callback: Callable[[int, torch.Tensor, torch.Tensor], None] | None,
-        progress: bool,
+        progress: bool | None,
     ) -> None:
         """The main loop: warm-up hand-over, one ESS transition per iteration, keep, callback."""
         from methodkit import progress as _progress

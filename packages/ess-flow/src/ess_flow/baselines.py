@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
+from methodkit import progress as show_progress
 from methodkit.torch import generator as seeded_generator
 
 __all__ = [
@@ -229,6 +230,7 @@ def pcn_sample(
     seed: int | None = None,
     chain_indexed: bool = False,
     dtype: torch.dtype = torch.float32,
+    progress: bool | None = None,
 ) -> PCNResult:
     r"""Preconditioned Crank-Nicolson Metropolis on the Gaussian source.
 
@@ -237,6 +239,8 @@ def pcn_sample(
 
     The proposal is reversible with respect to ``N(0, I)``, so only the likelihood ratio
     enters. One generator evaluation per chain and iteration (plus one for the start).
+    ``progress`` shows a bar over the iterations: ``None`` (default) on a terminal only,
+    ``True`` always, ``False`` never.
 
     Raises:
         ValueError: For invalid sizes or ``beta`` outside ``[0, 1]``.
@@ -263,7 +267,7 @@ def pcn_sample(
     a = math.sqrt(1.0 - beta**2)
     zs, xs, ls = [], [], []
     n_acc = 0
-    for it in range(n_iter):
+    for it in show_progress(range(n_iter), enabled=progress, desc="pCN", total=n_iter):
         nu = torch.randn(z.shape, generator=g, dtype=dtype)
         z_prop = a * z + beta * nu
         ell_prop, x_prop = ell_of(z_prop)

@@ -52,7 +52,7 @@ def train_flow_matching(
     lr: float = 1e-3,
     *,
     generator: torch.Generator | None = None,
-    progress: bool = False,
+    progress: bool | None = None,
 ) -> list[float]:
     r"""Train ``model(x, t)`` by conditional flow matching on the OT (linear) path.
 
@@ -66,7 +66,8 @@ def train_flow_matching(
         batch_size: Minibatch size.
         lr: Adam learning rate.
         generator: ``torch.Generator`` for minibatches, noise and times.
-        progress: Show a progress bar.
+        progress: A bar over the steps: ``None`` (default) on a terminal only, ``True``
+            always, ``False`` never (``TQDM_DISABLE=1`` silences it).
 
     Returns:
         The loss of every step.
@@ -81,7 +82,7 @@ def train_flow_matching(
     losses: list[float] = []
     n = data.shape[0]
     model.train()
-    for _ in _progress(range(n_steps), progress, desc="flow matching"):
+    for _ in _progress(range(n_steps), progress, desc="flow matching", total=n_steps):
         idx = torch.randint(0, n, (batch_size,), generator=generator)
         x1 = data[idx]
         x0 = torch.randn(x1.shape, generator=generator, dtype=x1.dtype)

@@ -44,7 +44,9 @@ class ESSAMConfig:
         reward_weights: Optional weights of the reward functions (default all 1).
         success_threshold: A completion counts as correct in ``evaluate`` when its summed
             reward is >= this value.
-        progress: Show a progress bar in ``train``.
+        progress: A bar over the iterations of ``train`` and the batches of ``evaluate``:
+            ``None`` (default) on a terminal only, ``True`` always, ``False`` never
+            (``TQDM_DISABLE=1`` silences it).
         distributed: Split each population's closure calls over the ranks of the initialised
             ``torch.distributed`` world group (see :mod:`essam.distributed`); every rank
             needs the same model, data and config.
@@ -68,7 +70,7 @@ class ESSAMConfig:
     weight_decay: float = 0.0
     reward_weights: Sequence[float] | None = None
     success_threshold: float = 1.0
-    progress: bool = False
+    progress: bool | None = None
     distributed: bool = False
 
     @property
@@ -224,7 +226,8 @@ class ESSAMTrainer:
         rng = np.random.default_rng(self.args.seed)
         order: list[int] = []
         history = []
-        for step in progress(range(self.args.max_steps), self.args.progress, desc="essam"):
+        steps = self.args.max_steps
+        for step in progress(range(steps), self.args.progress, desc="essam", total=steps):
             rows = self._batch(step, rng, order)
             prompts = [r["prompt"] for r in rows]
 
@@ -257,8 +260,12 @@ class ESSAMTrainer:
         if ds is None:
             raise ValueError("evaluate needs a dataset (or eval_dataset at construction)")
         ds = self._check_dataset(ds, "dataset")
+        from methodkit import progress
+
         rewards = []
-        for i in range(0, len(ds), batch_size):
+        starts = range(0, len(ds), batch_size)
+        bar = progress(starts, self.args.progress, desc="essam evaluate", total=len(starts))
+        for i in bar:
             rows = [ds[j] for j in range(i, min(i + batch_size, len(ds)))]
             rewards.append(self.compute_rewards(rows, self.generate([r["prompt"] for r in rows])))
         r = np.concatenate(rewards)

@@ -8,6 +8,8 @@ from typing import Any
 
 import torch
 
+from methodkit import progress as show_progress
+
 __all__ = ["adapt_stream"]
 
 
@@ -22,6 +24,7 @@ def adapt_stream(
     method: Any,
     loader: Iterable[tuple[torch.Tensor, torch.Tensor]],
     device: torch.device | str | None = None,
+    progress: bool | None = None,
 ) -> dict[str, Any]:
     """Feed ``(x, y)`` batches to ``method.forward(x)`` in order; labels only score.
 
@@ -29,6 +32,8 @@ def adapt_stream(
         method: Any object whose ``forward(x)`` (or ``__call__``) returns (B, C) scores.
         loader: Iterable of ``(x, y)`` batches.
         device: Move batches there first (``None``: leave them).
+        progress: A bar over the batches: ``None`` (default) on a terminal only, ``True``
+            always, ``False`` never (``TQDM_DISABLE=1`` silences it).
 
     Returns:
         ``{"accuracy", "n", "seconds", "forward_passes", "per_batch"}`` where ``per_batch``
@@ -41,7 +46,8 @@ def adapt_stream(
     correct, n, per_batch = 0, 0, []
     start_calls = _calls(method)
     t0 = time.perf_counter()
-    for x, y in loader:
+    total = len(loader) if hasattr(loader, "__len__") else None
+    for x, y in show_progress(loader, enabled=progress, desc="adapt stream", total=total):
         if device is not None:
             x, y = x.to(device), y.to(device)
         out = method(x)

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from methodkit import progress as show_progress
+
 
 @dataclass
 class DLGResult:
@@ -90,6 +92,7 @@ def dlg(
     optimizer: str = "adam",
     lr: float = 0.05,
     generator: torch.Generator | None = None,
+    progress: bool | None = None,
 ) -> DLGResult:
     """Reconstruct one training example from (some coordinates of) its gradient.
 
@@ -105,6 +108,8 @@ def dlg(
         optimizer: ``"adam"`` or ``"lbfgs"``.
         lr: Step size.
         generator: For the random initial dummy input (uniform in [0, 1]).
+        progress: A bar over the iterations: ``None`` (default) on a terminal only,
+            ``True`` always, ``False`` never.
 
     Returns:
         :class:`DLGResult`.
@@ -151,7 +156,7 @@ def dlg(
         match.backward()
         return match
 
-    for _ in range(iters):
+    for _ in show_progress(range(iters), enabled=progress, desc="DLG", total=iters):
         losses.append(float(opt.step(closure).detach()))
     if soft is not None:
         label = int(soft.argmax())

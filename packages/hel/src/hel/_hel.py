@@ -179,13 +179,15 @@ class _EchoBase(GradientEstimator):
         before = [None if p.grad is None else p.grad.clone() for p in self.model.parameters()]
         with _cast(cell, self.dtype), cell.frozen():
             xc = x.to(self.dtype or x.dtype)
+            last = math.inf
             for attempt in range(AUTO_RETRIES + 1):
                 grads, loss, eps_used, anchors = self._backward(xc, y, state)
                 rep = anchors.report if anchors else None
                 if not auto or rep is None or rep.ok or attempt == AUTO_RETRIES:
                     break
-                if self._interval == 1:
-                    break
+                if self._interval == 1 or not rep.max_error < 0.5 * last:
+                    break  # shorter intervals stopped helping: the error is not rounding's
+                last = rep.max_error
                 # missed: re-run with re-anchoring at a shorter interval; undo the head's
                 # (and EL's homeostatic) gradients the discarded attempt accumulated
                 self._interval = next_interval(rep, xc.shape[1], xc.dtype)
@@ -390,7 +392,8 @@ class HamiltonianEcho(_EchoBase):
             monitored); when the monitor reports an error above ``tolerance``, re-run the
             call with an interval predicted from the monitored errors' growth rate
             (``u exp(lambda d)`` from the unit roundoff ``u``, aimed at a tenth of the
-            tolerance; at most 4 re-runs) and keep that interval for later calls
+            tolerance; at most 4 re-runs, stopping when a shorter interval no longer halves
+            the error) and keep that interval for later calls
             (:attr:`auto_interval`; ``last_stats["checkpoint_every"]``). ``None``: never
             re-anchor (constant memory, monitoring only).
         tolerance: Relative reconstruction error above which ``backward`` warns with

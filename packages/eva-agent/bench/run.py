@@ -20,6 +20,7 @@ import sys
 
 import numpy as np
 from plots import plot_cost, plot_types
+from smollm2_agent import smollm2_agent
 from tasks import (
     TARGET_RATE,
     EvidencePlanner,
@@ -221,7 +222,11 @@ def smollm2_e2e(args: argparse.Namespace) -> Outcome:
 
 
 def main(argv: list[str] | None = None) -> int:
-    benchmarks = {"shapetextvqa": shapetextvqa, "smollm2_e2e": smollm2_e2e}
+    benchmarks = {
+        "shapetextvqa": shapetextvqa,
+        "smollm2_e2e": smollm2_e2e,
+        "smollm2_agent": smollm2_agent,
+    }
     return run_suite(PACKAGE, benchmarks, argv, description="eva-agent reproduction")
 
 

@@ -143,3 +143,50 @@ def parse_reply(text: str) -> ToolCall | Final:
             raise ReplyParseError(f"tool args must be an object, got {type(args).__name__}")
         return ToolCall(obj["tool"], args)
     raise ReplyParseError(f"the reply is neither a tool call nor a final answer: {obj!r}")
+
+
+#: The option that ends planning in a constrained (choice-by-likelihood) plan step.
+ANSWER_OPTION = "answer"
+
+
+def small_plan_prompt(
+    question: str, ledger: list[Evidence], tools: list[dict[str, Any]], feedback: dict | None
+) -> str:
+    """A plan request a ~135M model can follow: the reply is one option, scored, not parsed.
+
+    The next step is chosen among the tool names and ``"answer"`` by log-probability (see
+    ``HFVLM(constrained=True)``); two worked examples show the format.
+    """
+    names = ", ".join([t["name"] for t in tools] + [ANSWER_OPTION])
+    kinds = "; ".join(f"{t['name']}: {t['kind']}" for t in tools)
+    last = ""
+    if feedback:
+        last = f"\nLast call: {feedback['status']} ({feedback['diagnosis']})."
+    return (
+        f"Pick the next step: one of {names}.\nTools: {kinds}.\n\n"
+        "Question: How many red shapes are there?\nEvidence: (no evidence yet)\nNext: detect\n\n"
+        "Question: How many red shapes are there?\nEvidence: detect found red circle, red square"
+        f"\nNext: {ANSWER_OPTION}\n\n"
+        f"Question: {question}\nEvidence: {render_ledger(ledger, max_items=6)}{last}\nNext:"
+    )
+
+
+def small_arg_prompt(question: str, tool: str, arg: str) -> str:
+    """Ask which value of the enum argument ``arg`` the tool should use (scored, not parsed)."""
+    return (
+        f"Question: Is there a blue star?\nThe {tool} tool should look for {arg}: blue\n\n"
+        f"Question: {question}\nThe {tool} tool should look for {arg}:"
+    )
+
+
+def small_answer_prompt(question: str, evidence: list[Evidence] | None) -> str:
+    """An answer request with two worked examples; the reply is one short line."""
+    ev = render_ledger(evidence or [], max_items=8)
+    return (
+        "Answer with one word or number, on one line.\n\n"
+        "Evidence: detect found red circle, red square, blue star\n"
+        "Question: How many red shapes are there?\nAnswer: 2\n\n"
+        "Evidence: rapidocr read 'K7' under the green triangle\n"
+        "Question: What code is written under the green triangle?\nAnswer: K7\n\n"
+        f"Evidence: {ev}\nQuestion: {question}\nAnswer:"
+    )

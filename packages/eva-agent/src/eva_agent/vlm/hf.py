@@ -6,15 +6,28 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from eva_agent._vocab import COLOURS, SHAPES
 from eva_agent.types import Evidence, Final, ToolCall
 from eva_agent.vlm.base import (
+    ANSWER_OPTION,
     ReplyParseError,
     answer_prompt,
     parse_reply,
     plan_prompt,
     render_ledger,
+    small_answer_prompt,
+    small_arg_prompt,
+    small_plan_prompt,
 )
+from eva_agent.world.questions import parse_question
 from methodkit.llm import ChatReply, check_chat_args
+
+#: Answer options of the questions whose answer is a choice (form -> options).
+CHOICE_ANSWERS: dict[str, tuple[str, ...]] = {
+    "exists": ("yes", "no"),
+    "colour_of": tuple(COLOURS),
+    "shape_of": tuple(SHAPES),
+}
 
 
 class HFVLM:
@@ -29,14 +42,26 @@ class HFVLM:
         processor: Its processor (or tokenizer) with ``apply_chat_template`` and ``decode``.
         max_new_tokens: Generation budget per reply.
         text_only: Send no image.
+        constrained: Small-model mode (text only): the plan step and the choice questions
+            (yes/no, colour, shape) pick among their options by log-probability
+            (:func:`methodkit.smollm2.score_options`), enum tool arguments likewise; open
+            answers use a few-shot prompt and the first line of the reply.
     """
 
     def __init__(
-        self, model: Any, processor: Any, *, max_new_tokens: int = 48, text_only: bool = False
+        self,
+        model: Any,
+        processor: Any,
+        *,
+        max_new_tokens: int = 48,
+        text_only: bool = False,
+        constrained: bool = False,
     ) -> None:
         self.model, self.processor = model, processor
-        self.max_new_tokens, self.text_only = int(max_new_tokens), bool(text_only)
+        self.max_new_tokens, self.text_only = int(max_new_tokens), bool(text_only or constrained)
+        self.constrained = bool(constrained)
         self.n_generated = 0
+        self.n_choices = 0  # constrained choices made (each one padded forward pass)
 
     @classmethod
     def from_pretrained(cls, path: str, **kw: Any) -> HFVLM:
@@ -151,6 +176,8 @@ class HFVLM:
         sample: int = 0,
     ) -> tuple[str, float]:
         """``(text, confidence)`` for the question (with evidence when given)."""
+        if self.constrained:
+            return self._small_answer(question, evidence)
         text, conf = self._generate(answer_prompt(question, evidence, hints), image)
         return (text.splitlines() or [""])[0].strip(), conf
 
@@ -164,6 +191,8 @@ class HFVLM:
         hints: dict[str, Any] | None = None,
     ) -> ToolCall | Final:
         """The next ToolCall, or Final when the evidence suffices."""
+        if self.constrained and hints and hints.get("tools"):
+            return self._small_plan(question, ledger, feedback, hints["tools"])
         prompt = plan_prompt(question, ledger, feedback, hints)
         reply, _ = self._generate(prompt, image, max_new_tokens=96)
         try:
@@ -175,6 +204,51 @@ class HFVLM:
                 return parse_reply(reply2)
             except ReplyParseError as e2:
                 raise ReplyParseError(f"after one repair retry: {e2}") from None
+
+    def choose(self, prompt: str, options: Sequence[str]) -> tuple[str, float]:
+        """The likeliest option as the reply to ``prompt``, and its probability among them."""
+        from methodkit.smollm2 import score_options
+
+        msgs = [{"role": "user", "content": prompt}]
+        scores = score_options(self.model, self._tokenizer(), msgs, list(options))
+        self.n_choices += 1
+        top = max(scores)
+        z = sum(math.exp(v - top) for v in scores)
+        return list(options)[scores.index(top)], 1.0 / z
+
+    def _small_answer(self, question: str, evidence: list[Evidence] | None) -> tuple[str, float]:
+        from methodkit.llm import first_line
+
+        form = (parse_question(question) or {}).get("form")
+        prompt = small_answer_prompt(question, evidence)
+        if form in CHOICE_ANSWERS:
+            return self.choose(prompt, CHOICE_ANSWERS[form])
+        text, conf = self._generate(prompt, None, max_new_tokens=8)
+        return first_line(text, marker="Answer"), conf
+
+    def _small_plan(
+        self,
+        question: str,
+        ledger: list[Evidence],
+        feedback: dict[str, Any] | None,
+        tools: list[dict[str, Any]],
+    ) -> ToolCall | Final:
+        names = [t["name"] for t in tools]
+        step, _ = self.choose(
+            small_plan_prompt(question, ledger, tools, feedback), [*names, ANSWER_OPTION]
+        )
+        if step == ANSWER_OPTION:
+            return Final(self._small_answer(question, ledger)[0])
+        schema = next(t for t in tools if t["name"] == step).get("schema") or {}
+        args = {}
+        for arg, spec in (schema.get("properties") or {}).items():
+            if isinstance(spec, dict) and spec.get("enum"):
+                value, _ = self.choose(
+                    small_arg_prompt(question, step, arg), [*map(str, spec["enum"]), "any"]
+                )
+                if value != "any":
+                    args[arg] = value
+        return ToolCall(step, args)
 
     def judge(self, question: str, answer: str, ledger: list[Evidence]) -> str:
         """A one-line critique of ``answer``."""

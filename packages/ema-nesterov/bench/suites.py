@@ -13,6 +13,22 @@ from methodkit.bench import Claim, Outcome, ResultRow, check, compare
 
 STEP_MODELS = ("mlp", "transformer")
 STEP_IMPLS = ("fused", "foreach", "SGD")
+#: (base's name in the runs, metric key, words on the plot's axis)
+BASES = (
+    ("AdamW(fused)", "adamw_fused", "AdamW fused"),
+    ("AdamW(foreach)", "adamw_foreach", "AdamW foreach"),
+    ("SGD(momentum, foreach)", "sgd", "SGD momentum"),
+)
+
+
+def _designs(impl: str) -> dict[str, str]:
+    """Short design names (the plot's labels) -> the runs' names, for one base."""
+    return {
+        "default": f"EMA-Nesterov({impl})",
+        "two buffers": f"EMA-Nesterov({impl}), two buffers",
+        "fold carried": f"EMA-Nesterov({impl}), fold carried across steps",
+        "floor": f"{impl} + one pass over p and m (floor)",
+    }
 
 
 def _step_claims(label: str, runs: dict[str, Any]) -> list[Claim]:
@@ -47,6 +63,7 @@ def step_time(args: argparse.Namespace) -> Outcome:
 
     steps = 3 if args.quick else 40
     rows, claims, config = [], [], {"timed_steps": steps}
+    labels: dict[str, str] = {}
     for model in STEP_MODELS:
         r = measure_step_time(
             steps=steps,
@@ -61,14 +78,13 @@ def step_time(args: argparse.Namespace) -> Outcome:
             ResultRow.from_values(f"{label}: {n}", "step_ms", v["step_ms"], False)
             for n, v in runs.items()
         ]
-        for impl in ("AdamW(fused)", "AdamW(foreach)", "SGD(momentum, foreach)"):
+        for impl, key, words in BASES:
             base = runs[impl]["median_ms"]
+            metric = f"ratio_{model}_{key}"
+            labels[metric] = f"{label}, {words}:\nstep time / base step time"
             rows += [
-                ResultRow.from_values(
-                    f"{label}: {n}", "ratio_to_base", [v["median_ms"] / base], False
-                )
-                for n, v in runs.items()
-                if n != impl and impl in n
+                ResultRow.from_values(design, metric, [runs[name]["median_ms"] / base], False)
+                for design, name in _designs(impl).items()
             ]
         rows += [
             ResultRow.from_values(
@@ -89,7 +105,14 @@ def step_time(args: argparse.Namespace) -> Outcome:
             inputs=[n_ours, n_base],
         )
     )
-    return Outcome(config, rows, claims, units={"step_ms": "ms"})
+    return Outcome(
+        config,
+        rows,
+        claims,
+        units={"step_ms": "ms"},
+        plot_metrics=list(labels),
+        labels=labels,
+    )
 
 
 def digits(args: argparse.Namespace) -> Outcome:

@@ -49,10 +49,19 @@ def backwards(*lists: list[torch.Tensor]) -> list[list[torch.Tensor]]:
     return [chunks[::-1] for chunks in out]
 
 
+def _compiling() -> bool:
+    is_compiling = getattr(torch.compiler, "is_compiling", None)
+    return bool(is_compiling and is_compiling())
+
+
 def fusable(*lists: list[torch.Tensor]) -> bool:
-    """True when one fused kernel can take all tensors (one dtype, one CPU/CUDA device)."""
+    """True when one fused kernel can take all tensors (one dtype, one CPU/CUDA device).
+
+    Never under ``torch.compile``: dynamo does not trace ``torch._fused_sgd_``, and the
+    ``foreach`` form (bit for bit the same arithmetic, tested) is what inductor fuses itself.
+    """
     first = lists[0][0]
-    if not _FUSED or first.device.type not in ("cpu", "cuda"):
+    if not _FUSED or first.device.type not in ("cpu", "cuda") or _compiling():
         return False
     return all(t.dtype == first.dtype and t.device == first.device for ts in lists for t in ts)
 

@@ -18,7 +18,7 @@ TEST_DIRS := $(wildcard shared/tests shared/src packages tests)
 # `make test PKG=core` (or methodkit) targets shared/; anything else packages/<PKG>
 PKG_DIR   = $(if $(filter core methodkit,$(PKG)),shared,packages/$(PKG))
 
-.PHONY: help uv system-deps sync lock test-all test-fast test bench reproduce lint format build-all \
+.PHONY: help uv system-deps sync lock test-all test-fast test bench reproduce typecheck lint format build-all \
         check-wheel check-wheels readme new-package clean _need-pkg
 
 help: ## list targets
@@ -56,6 +56,9 @@ readme: ## regenerate README bench blocks from committed records (PKG=x for one 
 
 reproduce: sync ## the main job: every bench --quick (FULL=1: full runs; PKG=x: one) -> results/REPORT.md
 	$(UV_RUN) python scripts/reproduce.py $(if $(FULL),--full) $(if $(PKG),--package $(PKG))
+
+typecheck: ## mypy over the core's and every package's src/ (settings in the root pyproject)
+	$(UV_RUN) mypy shared/src $(wildcard packages/*/src)
 
 lint: ## ruff lint + format check (CI gate)
 	$(UV_RUN) ruff check .

@@ -110,7 +110,9 @@ def param_list(
         ValueError: If no parameter is left.
     """
     if isinstance(module_or_params, torch.nn.Module):
-        named = [(n, p) for n, p in module_or_params.named_parameters() if p.requires_grad]
+        named: list[tuple[str, torch.Tensor]] = [
+            (n, p) for n, p in module_or_params.named_parameters() if p.requires_grad
+        ]
     else:
         named = []
         for i, item in enumerate(module_or_params):

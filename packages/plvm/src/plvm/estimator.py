@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import NotFittedError  # a ValueError, as before
 
 from methodkit import progress as show_progress
 from plvm._plvm import PLVM
@@ -341,7 +342,7 @@ class PLVMClassifier(ClassifierMixin, BaseEstimator):
     # ------------------------------------------------------------------ predict
     def _tasks(self, traces: TraceSet, tasks: Sequence[str] | None) -> list[str]:
         if not hasattr(self, "model_"):
-            raise ValueError("PLVMClassifier is not fitted; call fit first")
+            raise NotFittedError("PLVMClassifier is not fitted; call fit first")
         tasks = list(self.source_tasks_ if tasks is None else tasks)
         unknown = [t for t in tasks if t not in self.source_tasks_]
         if unknown:

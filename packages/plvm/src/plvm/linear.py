@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+from sklearn.exceptions import NotFittedError  # a ValueError, as before
 
 from plvm._validation import check_binary, check_int, check_latent_dim, check_number
 
@@ -247,4 +248,4 @@ class PLVMLinear:
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "W_"):
-            raise ValueError("PLVMLinear is not fitted; call fit first")
+            raise NotFittedError("PLVMLinear is not fitted; call fit first")

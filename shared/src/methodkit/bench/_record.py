@@ -26,7 +26,7 @@ import numpy as np
 
 SCHEMA_VERSION = 2
 
-_REQUIRED = {
+_REQUIRED: dict[str, type | tuple[type, ...]] = {
     "schema": int,
     "package": str,
     "version": str,

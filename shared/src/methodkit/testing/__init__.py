@@ -3,6 +3,8 @@
 Contract classes (CONTRIBUTING.md §5) are added here by the first package of each kind.
 The chat back-end contract (:func:`check_chat_backend`, with :class:`LoopbackChatServer`, an
 OpenAI-compatible server on 127.0.0.1) serves eva-agent, evochamber and preg.
+:class:`EstimatorContract` (scikit-learn's ``check_estimator`` plus clone, params, pickling and
+fit-twice determinism) serves hel, plvm and eo-wm.
 Users today: the optimizer contracts serve ema-nesterov, engine-zo and essam; the gradient
 checks serve hel (autograd) and ess-flow (finite differences), and are planned for plvm's ELBO
 gradient check, eva-cap's clipped-surrogate gradient and hel's finite-difference checks.
@@ -11,6 +13,7 @@ gradient check, eva-cap's clipped-surrogate gradient and hel's finite-difference
 from typing import Any
 
 from methodkit.testing._chat_contract import LoopbackChatServer, check_chat_backend, echo_reply
+from methodkit.testing._estimator_contract import EstimatorContract
 from methodkit.testing._grad import (
     assert_grad_matches_autograd,
     finite_difference_grad,
@@ -18,6 +21,7 @@ from methodkit.testing._grad import (
 )
 
 __all__ = [
+    "EstimatorContract",
     "LoopbackChatServer",
     "OptimizerContract",
     "ZerothOrderOptimizerContract",

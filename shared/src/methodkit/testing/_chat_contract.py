@@ -107,9 +107,10 @@ def check_chat_backend(backend: Any, *, max_tokens: int = 8, seeded: bool = True
             raise AssertionError(f"seeded: two calls with seed=7 gave {a!r} and {b!r}")
         done["seeded sampling repeats"] = repr(a)
     for what, change, error in BAD_ARGS:
-        kw = {"messages": USER, "max_tokens": max_tokens, **change}
+        kw: dict[str, Any] = {"max_tokens": max_tokens, **change}
+        messages = kw.pop("messages", USER)
         try:
-            backend.chat(kw.pop("messages"), **kw)
+            backend.chat(messages, **kw)
         except error:
             continue
         except Exception as exc:

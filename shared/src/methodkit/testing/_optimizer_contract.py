@@ -74,7 +74,8 @@ class OptimizerContract:
     def _step(self, opt: torch.optim.Optimizer, loss_fn: Callable[[], torch.Tensor]) -> None:
         closure = self._closure(opt, loss_fn)
         if self.requires_closure:
-            opt.step(closure)
+            # torch's stubs type the closure as returning float; a Tensor loss is what users pass
+            opt.step(closure)  # type: ignore[arg-type]
         else:
             closure()
             opt.step()
@@ -102,7 +103,7 @@ class OptimizerContract:
         opt = self.make_optimizer([x])
         before = x.detach().clone()
         expected = float(loss(x.detach()))
-        out = opt.step(self._closure(opt, lambda: loss(x)))
+        out = opt.step(self._closure(opt, lambda: loss(x)))  # type: ignore[arg-type]
         assert out is not None, "step(closure) must return the closure's loss"
         value = float(out.detach()) if isinstance(out, torch.Tensor) else float(out)
         assert abs(value - expected) <= 1e-5 * max(1.0, abs(expected)), (

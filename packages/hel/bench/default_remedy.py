@@ -106,4 +106,12 @@ def default_memory(args: Any) -> Outcome:
         "process per (estimator, T), warm-up on 5 steps then one backward on T steps, peak RSS "
         "above import torch (MiB); --quick: MiB saved for backward, in-process",
     }
-    return Outcome(config=cfg, results=rows, claims=claims, seeds=[0])
+    mem = [f"{unit}_T{T}" for T in Ts]
+    return Outcome(
+        config=cfg,
+        results=rows,
+        claims=claims,
+        seeds=[0],
+        plot_metrics=mem,
+        units=dict.fromkeys(mem, "MiB"),
+    )

@@ -100,9 +100,9 @@ def check_chat_backend(backend: Any, *, max_tokens: int = 8, seeded: bool = True
     done["multi-turn + non-ASCII"] = repr(multi[0])
     done["stop"] = _check_stop(backend, greedy, max_tokens)
     if seeded:
-        kw = {"temperature": 1.0, "max_tokens": max_tokens, "seed": 7, "n": 2}
-        a = _check_replies("seeded", backend.chat(USER, **kw), 2, max_tokens)
-        b = _check_replies("seeded", backend.chat(USER, **kw), 2, max_tokens)
+        sampled: dict[str, Any] = {"temperature": 1.0, "max_tokens": max_tokens, "seed": 7, "n": 2}
+        a = _check_replies("seeded", backend.chat(USER, **sampled), 2, max_tokens)
+        b = _check_replies("seeded", backend.chat(USER, **sampled), 2, max_tokens)
         if a != b:
             raise AssertionError(f"seeded: two calls with seed=7 gave {a!r} and {b!r}")
         done["seeded sampling repeats"] = repr(a)

@@ -1,7 +1,8 @@
 """Each built wheel names ``methodkit`` at run time exactly when its ``src/`` imports it.
 
-A user who runs ``pip install esensc`` should get numpy and esensc, not the repository's core;
-bench and test needs belong in extras. The wheels are built once per session with uv.
+A user who runs ``pip install ema-nesterov`` should get torch and ema-nesterov, not the
+repository's core; a package whose library code shows progress bars (``methodkit.progress``)
+brings the light core (numpy, tqdm); bench and test needs belong in extras. The wheels are built once per session with uv.
 """
 
 from __future__ import annotations

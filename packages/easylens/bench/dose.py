@@ -253,7 +253,7 @@ def plot_dose(rec: dict, path: Path) -> None:
         ("auroc_obvious", "obvious-lesion AUROC (higher is better)"),
         ("cos_normal", "cos(g', g) on normal images (higher is better)"),
     ]
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.9))
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4.6))
     names = list(dict.fromkeys(r["method"] for r in rows))
     for ax, (metric, label) in zip(axes, panels, strict=True):
         for i, name in enumerate(names):
@@ -268,8 +268,9 @@ def plot_dose(rec: dict, path: Path) -> None:
         ax.set_xlabel("amplifier strength alpha (log scale; spec default 1)")
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=7)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=5, fontsize=7, frameon=False)
     fig.suptitle(f"{rec['benchmark']}: synthetic stand-in, mean ± std over seeds")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.12, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -126,7 +126,7 @@ def dose_response(args: argparse.Namespace) -> Outcome:
     return Outcome(
         config,
         _rows(vals, keep),
-        [],
+        tasks.dose_claims(vals, check, dose.best_gain),
         plot_metrics=["auroc_subtle", "cos_normal"],
         extra_plots={"dose": dose.plot_dose},
     )

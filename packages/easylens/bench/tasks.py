@@ -339,3 +339,27 @@ def calibration_claims(vals: dict, check: Callable, best_gain: Callable) -> list
             inputs=[c_gain],
         ),
     ]
+
+
+def dose_claims(vals: dict, check: Callable, best_gain: Callable) -> list:
+    """Does a stronger (or weaker) amplifier than the spec's alpha = 1 rescue EasyLens?"""
+    gain, where = best_gain(vals, "easylens")
+    cos = _mean(vals, where, "cos_normal") if where != "none" else float("nan")
+    rnd = _mean(vals, where.replace("easylens", "random_tag"), "auroc_subtle")
+    ez = _mean(vals, where, "auroc_subtle")
+    return [
+        check(
+            "EasyLens raises subtle AUROC by >= 0.02 over Vanilla at some alpha on the grid "
+            "(the spec's (b) at its best strength, not only at alpha = 1)",
+            gain >= 0.02,
+            f"best {where}: {gain:+.4f}",
+            inputs=[gain],
+        ),
+        check(
+            "at that alpha EasyLens beats RandomTag on subtle AUROC and keeps normal "
+            "cos(g', g) >= 0.97 (spec (d), (e))",
+            ez > rnd and cos >= 0.97,
+            f"easylens {ez:.4f} vs random {rnd:.4f}; cos {cos:.4f}",
+            inputs=[ez, rnd, cos],
+        ),
+    ]

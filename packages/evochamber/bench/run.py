@@ -161,9 +161,9 @@ def niche_world(args: argparse.Namespace) -> Outcome:
         _claims(vals, args.quick),
         plot_metrics=["accuracy_last300", "stable_specialists", "calls_per_task"],
         labels={
-            "accuracy_last300": "accuracy over the last 300 tasks (higher is better)",
+            "accuracy_last300": "accuracy over the last 300 tasks",
             "stable_specialists": "stable specialists, 0-6 (spec band 4-6)",
-            "calls_per_task": "simulated model calls per task (lower is better)",
+            "calls_per_task": "simulated model calls per task",
         },
     )
 
@@ -222,9 +222,9 @@ def niche_shift(args: argparse.Namespace) -> Outcome:
         [claim],
         plot_metrics=["new_niche_accuracy", "newborn_anchor_share", "accuracy_last300"],
         labels={
-            "new_niche_accuracy": "accuracy on the new niche, tasks 900-1199 (higher is better)",
+            "new_niche_accuracy": "accuracy on the new niche, tasks 900-1199",
             "newborn_anchor_share": "share of tasks 600-1199 anchored by agents born after 600",
-            "accuracy_last300": "accuracy on all niches, tasks 900-1199 (higher is better)",
+            "accuracy_last300": "accuracy on all niches, tasks 900-1199",
         },
     )
 

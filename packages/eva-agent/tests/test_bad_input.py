@@ -190,3 +190,19 @@ def test_metrics_bad_input():
     with pytest.raises(ValueError, match="1 results but 0 ledgers"):
         evidence_consistency(items, [_result()], ledgers=[])
     assert hallucination_rate(items, [_result("yes")]) == 1.0
+
+
+def test_dataset_progress(monkeypatch):
+    import io
+
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    buf = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", buf)
+    shown = ShapeTextVQA(12, seed=3, progress=True)
+    assert "ShapeTextVQA scenes" in buf.getvalue()
+    monkeypatch.setenv("TQDM_DISABLE", "1")
+    buf = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", buf)
+    quiet = ShapeTextVQA(12, seed=3, progress=True)
+    assert buf.getvalue() == ""
+    assert [(it.question, it.answer) for it in shown] == [(it.question, it.answer) for it in quiet]

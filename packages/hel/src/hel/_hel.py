@@ -185,8 +185,8 @@ class _EchoBase(GradientEstimator):
                 rep = anchors.report if anchors else None
                 if not auto or rep is None or rep.ok or attempt == AUTO_RETRIES:
                     break
-                if self._interval == 1 or not rep.max_error < 0.5 * last:
-                    break  # shorter intervals stopped helping: the error is not rounding's
+                if self._interval == 1 or not rep.max_error < last:
+                    break  # a shorter interval did not help: the error is not rounding's
                 last = rep.max_error
                 # missed: re-run with re-anchoring at a shorter interval; undo the head's
                 # (and EL's homeostatic) gradients the discarded attempt accumulated
@@ -392,7 +392,7 @@ class HamiltonianEcho(_EchoBase):
             monitored); when the monitor reports an error above ``tolerance``, re-run the
             call with an interval predicted from the monitored errors' growth rate
             (``u exp(lambda d)`` from the unit roundoff ``u``, aimed at a tenth of the
-            tolerance; at most 4 re-runs, stopping when a shorter interval no longer halves
+            tolerance; at most 4 re-runs, stopping when a shorter interval no longer lowers
             the error) and keep that interval for later calls
             (:attr:`auto_interval`; ``last_stats["checkpoint_every"]``). ``None``: never
             re-anchor (constant memory, monitoring only).

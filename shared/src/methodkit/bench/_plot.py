@@ -15,7 +15,7 @@ def plot_results(
     units: Mapping[str, str] | None = None,
     labels: Mapping[str, str] | None = None,
 ) -> Path:
-    """Draw a record's results, one panel per metric, and save a 150-dpi PNG.
+    """Draw a record's results, one panel per metric, and save a PNG.
 
     Each method is a point with a ±std error bar. The y-axis spans the data with a margin
     (not from zero), so differences of a few hundredths stay visible; the axis label says
@@ -47,8 +47,14 @@ def plot_results(
     if metrics is None:
         metrics = list(dict.fromkeys(r["metric"] for r in rows))
     n_methods = max(len({r["method"] for r in rows if r["metric"] == m}) for m in metrics)
-    width = max(4.0, min(3.6, 1.0 + 0.35 * n_methods) * len(metrics))
-    fig, axes = plt.subplots(1, len(metrics), figsize=(width, 4.0), squeeze=False)
+    # Each method needs its own x-tick room; many methods wrap the panels onto more rows.
+    panel_w = max(3.2, 1.0 + 0.32 * n_methods)
+    ncols = max(1, min(len(metrics), int(16 // panel_w) or 1))
+    nrows = -(-len(metrics) // ncols)
+    fig, grid = plt.subplots(nrows, ncols, figsize=(panel_w * ncols, 4.2 * nrows), squeeze=False)
+    for ax in grid.flat[len(metrics) :]:
+        ax.set_visible(False)
+    axes = [list(grid.flat[: len(metrics)])]
     for ax, metric in zip(axes[0], metrics, strict=True):
         sel = [r for r in rows if r["metric"] == metric]
         if not sel:
@@ -61,7 +67,8 @@ def plot_results(
     fig.tight_layout()
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=150)
+    # a large grid at 100 dpi stays readable and under the ~200 kB a committed plot may take
+    fig.savefig(out, dpi=150 if nrows * ncols <= 4 else 100)
     plt.close(fig)
     return out
 

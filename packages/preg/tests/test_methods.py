@@ -172,3 +172,15 @@ def test_keep_all_full_weight_equals_confidence_weighted_sc(pools):
             )
             assert a.answer == b.answer
             assert a.totals == pytest.approx(b.totals)
+
+
+def test_run_many_shows_progress_when_asked_and_keeps_results(pools, monkeypatch, capsys):
+    gen = PoolGenerator(pools)
+    sampler = PrefixGuidedSampler(gen, EX, n_prefixes=4, prefix_len=8, keep=2, max_new_tokens=40)
+    prompts = list(pools)[:2]
+    quiet = sampler.run_many(prompts, seed=3)
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    shown = sampler.run_many(prompts, seed=3, progress=True)
+    assert "PreG" in capsys.readouterr().err
+    assert [r.answer for r in shown] == [r.answer for r in quiet]
+    assert [r.total_tokens for r in shown] == [r.total_tokens for r in quiet]

@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from methodkit import progress as show_progress
+
 from ._common import (
     Extractor,
     check_generator,
@@ -251,7 +253,15 @@ class PrefixGuidedSampler:
             out[i] = g
         return out
 
-    def run_many(self, prompts: Sequence[str], seed: int | None = None) -> list[RunResult]:
-        """Run on several prompts (seed ``seed + i`` for prompt ``i`` when a seed is set)."""
+    def run_many(
+        self, prompts: Sequence[str], seed: int | None = None, progress: bool | None = None
+    ) -> list[RunResult]:
+        """Run on several prompts (seed ``seed + i`` for prompt ``i`` when a seed is set).
+
+        ``progress``: a bar over the prompts (None: shown on a terminal only).
+        """
         base = self.seed if seed is None else seed
-        return [self.run(p, seed=None if base is None else base + i) for i, p in enumerate(prompts)]
+        items = show_progress(
+            list(enumerate(prompts)), enabled=progress, desc="PreG", unit="prompt"
+        )
+        return [self.run(p, seed=None if base is None else base + i) for i, p in items]

@@ -131,7 +131,7 @@ def train_tiny_lm(
     warmup: int = 50,
     problem_steps: int = 4,
     config: CharGPTConfig | None = None,
-    progress: bool = False,
+    progress: bool | None = None,
 ) -> CharGPT:
     """Train :class:`CharGPT` on freshly generated problems (loss on the completion only).
 

@@ -2,7 +2,8 @@
 
 A user who runs ``pip install ema-nesterov`` should get torch and ema-nesterov, not the
 repository's core; a package whose library code shows progress bars (``methodkit.progress``)
-brings the light core (numpy, tqdm); bench and test needs belong in extras. The wheels are built once per session with uv.
+brings the light core (numpy, tqdm); bench and test needs belong in extras. The wheels are
+built once per session with uv.
 """
 
 from __future__ import annotations

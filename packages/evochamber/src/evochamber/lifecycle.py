@@ -210,8 +210,9 @@ def merge_agents(a: Agent, b: Agent, child_id: str, t: int) -> Agent:
             pool[key] = it
     ranked = sorted(pool.values(), key=lambda it: (-a.archive.value(it, t), it.id))
     arch.items = [it.copy() for it in ranked[: arch.capacity]]
-    comp = {k: max(a.c(k), b.c(k)) for k in set(a.competence) | set(b.competence)}
-    counts = {k: max(a.n(k), b.n(k)) for k in set(a.counts) | set(b.counts)}
+    # sorted: a set's order follows PYTHONHASHSEED, and later steps iterate these dicts
+    comp = {k: max(a.c(k), b.c(k)) for k in sorted(set(a.competence) | set(b.competence))}
+    counts = {k: max(a.n(k), b.n(k)) for k in sorted(set(a.counts) | set(b.counts))}
     return Agent(
         child_id,
         a.system_prompt,

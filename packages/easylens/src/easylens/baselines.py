@@ -107,7 +107,7 @@ class OracleTag(EasyLens):
 
     def encode_image(
         self, images: torch.Tensor, patch_mask: torch.Tensor | None = None
-    ) -> torch.Tensor:  # type: ignore[override]
+    ) -> torch.Tensor:
         """Embeddings with the ground-truth ``patch_mask [B, H, W]`` as the tagged set."""
         if patch_mask is None:
             raise ValueError("OracleTag.encode_image needs patch_mask [B, H, W]")

@@ -17,6 +17,10 @@ class TimmViTAdapter(HookedAdapter):
     ``encode_image`` is ``model(images)`` (features + the model's own head).
     """
 
+    # timm's module attributes (``patch_embed.grid_size``, ...) are plain Python values that
+    # ``nn.Module.__getattr__`` types as ``Tensor | Module``: the duck-typed handle is ``Any``.
+    model: Any
+
     def __init__(self, model: nn.Module) -> None:
         if not hasattr(model, "blocks") or not hasattr(model, "patch_embed"):
             raise TypeError(
@@ -24,10 +28,10 @@ class TimmViTAdapter(HookedAdapter):
                 f"got {type(model).__name__}"
             )
         self.model = model
-        self.blocks = list(model.blocks)
-        self.grid_size = as_pair(model.patch_embed.grid_size)
+        self.blocks = list(self.model.blocks)
+        self.grid_size = as_pair(self.model.patch_embed.grid_size)
         self.num_prefix_tokens = int(getattr(model, "num_prefix_tokens", 1))
-        self.image_size = as_pair(model.patch_embed.img_size)
+        self.image_size = as_pair(self.model.patch_embed.img_size)
 
     def _forward(self, images: torch.Tensor) -> torch.Tensor:
         return self.model(images)
@@ -40,6 +44,11 @@ class OpenCLIPAdapter(HookedAdapter):
         model: ``open_clip.CLIP`` / ``CustomTextCLIP`` (e.g. BiomedCLIP).
         tokenizer: ``open_clip.get_tokenizer(...)`` for :meth:`encode_text` (optional).
     """
+
+    # open_clip's towers are duck-typed (``encode_image``, ``visual.proj``, ``grid_size``, ...);
+    # ``nn.Module.__getattr__`` would type every such attribute as ``Tensor | Module``.
+    model: Any
+    visual: Any
 
     def __init__(self, model: nn.Module, tokenizer: Any = None) -> None:
         visual = getattr(model, "visual", None)
@@ -105,6 +114,11 @@ class HFCLIPAdapter(HookedAdapter):
         processor: Its processor or tokenizer, for :meth:`encode_text` (optional).
     """
 
+    # transformers models are duck-typed here (``config.vision_config``, ``get_image_features``);
+    # ``nn.Module.__getattr__`` would type every such attribute as ``Tensor | Module``.
+    model: Any
+    vision: Any
+
     def __init__(self, model: nn.Module, processor: Any = None) -> None:
         vision = getattr(model, "vision_model", None)
         if vision is None or not hasattr(getattr(vision, "encoder", None), "layers"):
@@ -112,8 +126,8 @@ class HFCLIPAdapter(HookedAdapter):
                 f"HFCLIPAdapter needs a CLIPModel/SiglipModel with vision_model.encoder.layers, "
                 f"got {type(model).__name__}"
             )
-        cfg = model.config.vision_config
         self.model, self.vision, self.processor = model, vision, processor
+        cfg = self.model.config.vision_config
         self.blocks = list(vision.encoder.layers)
         side = int(cfg.image_size) // int(cfg.patch_size)
         self.grid_size = (side, side)

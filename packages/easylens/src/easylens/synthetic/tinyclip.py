@@ -112,6 +112,7 @@ class TinyCLIP(nn.Module):
             self.text_proj = nn.Parameter(width**-0.5 * torch.randn(width, embed_dim))
             self.logit_scale = nn.Parameter(torch.tensor(float(np.log(1 / 0.07))))
         causal = torch.full((text_length, text_length), float("-inf")).triu(1)
+        self.causal: torch.Tensor
         self.register_buffer("causal", causal, persistent=False)
 
     def embed(self, images: torch.Tensor) -> torch.Tensor:

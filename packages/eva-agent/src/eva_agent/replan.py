@@ -73,8 +73,8 @@ def assess(
             return Assessment("conflict", f"{len(rel)} matches now vs {len(before)} before")
         return Assessment("ok", f"{len(rel)} matching detection(s)")
     if kind == "ocr":
-        rel = relevant_ocr(question, [*ledger, probe])
-        mine = [p for p in rel if any(p[0]["box"] == it["box"] for it in observation.items)]
+        pairs = relevant_ocr(question, [*ledger, probe])
+        mine = [p for p in pairs if any(p[0]["box"] == it["box"] for it in observation.items)]
         if not mine:
             why = (
                 "the text is not under the entity; shift the region"

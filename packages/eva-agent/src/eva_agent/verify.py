@@ -117,10 +117,12 @@ def relevant_detections(question: str, ledger: list[Evidence]) -> list[dict[str,
     return [d for d in detections(ledger) if _matches(d, colours, shapes)]
 
 
-def relevant_ocr(question: str, ledger: list[Evidence]) -> list[tuple[dict[str, Any], Any]]:
+def relevant_ocr(
+    question: str, ledger: list[Evidence]
+) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
     """``(ocr_item, detection_or_None)`` pairs relevant to the question (see module doc)."""
     dets = relevant_detections(question, ledger)
-    out = []
+    out: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
     for e in ledger:
         if e.kind != "ocr" or e.output.status == "error":
             continue
@@ -225,7 +227,7 @@ def extract_claim(answer: str, qtype: str) -> str | None:
     if qtype == "spatial":
         return f"{cols[0]} {shps[0]}" if cols and shps else None
     if qtype == "attribute":
-        return (cols or shps or [None])[0]
+        return (cols or shps or [""])[0] or None
     return a or None
 
 
@@ -250,7 +252,7 @@ def check(answer: str, ledger: list[Evidence], qtype: str | None, question: str 
         ok = any(fuzzy_match(claim, t) for t in texts)
         reason = f"claim {claim!r} vs OCR {texts}"
     else:
-        ok = claim == extract_claim(ea, qtype)
+        ok = ea is not None and claim == extract_claim(ea, qtype)
         reason = f"claim {claim!r} vs evidence {ea!r}"
     return Verdict("supported" if ok else "contradicted", claim, ea, ec, reason)
 

@@ -203,7 +203,7 @@ def fork_agent(parent: Agent, child_id: str, t: int) -> Agent:
 def merge_agents(a: Agent, b: Agent, child_id: str, t: int) -> Agent:
     """One agent: value-ranked union of both archives (<= C), per-niche max competence."""
     arch = MemoryArchive(a.archive.capacity, a.archive.tau)
-    pool = {}
+    pool: dict[str, Insight] = {}
     for it in a.archive.items + b.archive.items:
         key = it.key or it.id
         if key not in pool or a.archive.value(it, t) > a.archive.value(pool[key], t):

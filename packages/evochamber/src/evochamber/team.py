@@ -136,7 +136,7 @@ class ThompsonStructureSelector:
     def select(self, niche: str, team: Sequence[Agent], rng: np.random.Generator) -> Structure:
         """The structure for this task."""
         post = self.posterior(niche)
-        draws = np.array([rng.beta(*post[s.name]) for s in self.structures])
+        draws = np.array([rng.beta(post[s.name][0], post[s.name][1]) for s in self.structures])
         return self.structures[int(np.argmax(draws))]
 
     def update(self, niche: str, structure: Structure, success: bool | None) -> None:

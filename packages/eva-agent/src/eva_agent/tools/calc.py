@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import ast
 import operator
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from eva_agent.tools.base import bad_args
 from eva_agent.types import Observation
 
-_BIN = {
+_BIN: dict[type[ast.operator], Callable[[float, float], float]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
     ast.Mult: operator.mul,
     ast.Div: operator.truediv,
 }
-_UN = {ast.UAdd: operator.pos, ast.USub: operator.neg}
+_UN: dict[type[ast.unaryop], Callable[[float], float]] = {
+    ast.UAdd: operator.pos,
+    ast.USub: operator.neg,
+}
 
 
 def evaluate(expr: str) -> float:
@@ -36,6 +40,7 @@ def evaluate(expr: str) -> float:
         if isinstance(node, ast.Expression):
             return ev(node.body)
         if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+            assert isinstance(node.value, int | float)  # the type test above, for mypy
             return float(node.value)
         if isinstance(node, ast.BinOp) and type(node.op) in _BIN:
             try:

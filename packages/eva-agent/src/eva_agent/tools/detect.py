@@ -17,7 +17,7 @@ def _hue_centres() -> dict[str, float]:
 
     out = {}
     for name, rgb in COLOURS.items():
-        hsv = cv2.cvtColor(np.uint8([[rgb]]), cv2.COLOR_RGB2HSV)[0, 0]
+        hsv = cv2.cvtColor(np.array([[rgb]], dtype=np.uint8), cv2.COLOR_RGB2HSV)[0, 0]
         out[name] = float(hsv[0])
     return out
 

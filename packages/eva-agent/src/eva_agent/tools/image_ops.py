@@ -32,7 +32,7 @@ def crop_zoom(
     if scale != 1.0:
         crop = crop.resize(
             (max(1, round(crop.width * scale)), max(1, round(crop.height * scale))),
-            Image.BICUBIC,
+            Image.Resampling.BICUBIC,
         )
     return crop, (box[0], box[1]), scale
 

@@ -134,6 +134,7 @@ class HFVLM:
     ) -> tuple[str, float]:
         import torch
 
+        messages: list[dict[str, Any]]
         if self.text_only or image is None:
             messages = [{"role": "user", "content": text}]
         else:

@@ -201,8 +201,8 @@ class SimulatedVLM:
             return str(max(0, int(truth) + int(rng.choice([-10, 10, -1, 1, 9, -9]))))
         if qt == "read":
             k = int(rng.integers(len(truth)))
-            pool = "0123456789" if truth[k].isdigit() else LETTERS
-            c = str(rng.choice([x for x in pool if x != truth[k]]))
+            chars = "0123456789" if truth[k].isdigit() else LETTERS
+            c = str(rng.choice([x for x in chars if x != truth[k]]))
             return truth[:k] + c + truth[k + 1 :]
         if qt == "spatial":
             others = sorted({f"{s['color']} {s['shape']}" for s in scene["shapes"]} - {truth})

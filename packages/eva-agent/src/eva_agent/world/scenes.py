@@ -22,7 +22,7 @@ LETTERS = "ABCDEGHKMNPRSZ"
 _DISTRACTORS = ("TOTAL {a},{b:03d} kg", "ref {c}", "No. {d}")
 
 
-def _font(size: int) -> ImageFont.FreeTypeFont:
+def _font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
     return ImageFont.load_default(size=size)
 
 

@@ -60,7 +60,7 @@ class HFChatModel:
         ids = ids.to(device)
         sample = temperature > 0
         # greedy decoding gives one answer: generate it once and repeat it n times
-        gen = {"max_new_tokens": max_tokens, "do_sample": sample,
+        gen: dict[str, Any] = {"max_new_tokens": max_tokens, "do_sample": sample,
                "num_return_sequences": n if sample else 1}  # fmt: skip
         if sample:
             gen["temperature"] = temperature

@@ -163,10 +163,10 @@ class LLMPolicy(BasePolicy):
         else:
             answers = {a.agent_id: self.parse(self._call(a, ask, ctx, k)) for a in team}
             if structure is Structure.DEBATE:
-                first = dict(answers)
+                round1 = dict(answers)
                 for a in team:
-                    peers = "\n".join(f"- {v}" for aid, v in first.items() if aid != a.agent_id)
-                    msg = p.debate.format(task=task.prompt, peers=peers, answer=first[a.agent_id])
+                    peers = "\n".join(f"- {v}" for aid, v in round1.items() if aid != a.agent_id)
+                    msg = p.debate.format(task=task.prompt, peers=peers, answer=round1[a.agent_id])
                     answers[a.agent_id] = self.parse(self._call(a, msg, ctx, k))
             final = _majority([answers[a.agent_id] for a in team])
         success = task.check(final) if task.check else None
@@ -223,7 +223,7 @@ class LLMPolicy(BasePolicy):
         )
         out = []
         for d in parse_insights(self._call(team[0], msg, ctx), self.max_insights):
-            kind = d.get("kind") if d.get("kind") in INSIGHT_KINDS else "strategy"
+            kind = str(d["kind"]) if d.get("kind") in INSIGHT_KINDS else "strategy"
             try:
                 q = min(1.0, max(0.0, float(d.get("quality", 0.5))))
             except (TypeError, ValueError):

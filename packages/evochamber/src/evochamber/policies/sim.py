@@ -48,7 +48,11 @@ class SimPolicy(BasePolicy):
     def held(self, agent: Agent) -> set[str]:
         """Subskills the agent holds as a helpful insight (quality >= 0.5, not a note)."""
         q = self.cfg.helpful_q
-        return {it.key for it in agent.archive.items if it.kind != "pitfall" and it.quality >= q}
+        return {
+            it.key
+            for it in agent.archive.items
+            if it.key is not None and it.kind != "pitfall" and it.quality >= q
+        }
 
     def holds(self, agent: Agent, task: Task) -> bool:
         """Whether the agent holds every subskill the task needs."""
@@ -176,7 +180,12 @@ class SimPolicy(BasePolicy):
         for key in task.meta["subskills"]:
             if all(key in self.held(a) for a in team):
                 continue
-            holders = [(a.archive.find(key), a) for a in team if key in self.held(a)]
+            # held() lists keys of archive items, so find() returns an item for each holder
+            holders = [
+                (item, a)
+                for a in team
+                if key in self.held(a) and (item := a.archive.find(key)) is not None
+            ]
             if holders:
                 item, who = max(holders, key=lambda p: (p[0].quality, p[1].agent_id))
                 out.append(item.copy(source=f"agent:{who.agent_id}", t_created=ctx.t))

@@ -100,6 +100,8 @@ def test_trainer_without_tokenizer_is_a_clear_error():
         generate(model, None, ["1+1="])
     with pytest.raises(TypeError, match="tokenizer=None"):
         MinimalGRPO(model, None, lambda **kw: [0.0])
+    with pytest.raises(TypeError, match="reward_funcs must be callables, got int"):
+        MinimalGRPO(model, object(), [lambda **kw: [0.0], 3])
 
     class OwnBackend(ESSAMTrainer):  # a custom generate needs no tokenizer
         def generate(self, prompts):

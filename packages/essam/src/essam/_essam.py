@@ -253,14 +253,17 @@ class ESSAM(torch.optim.Optimizer):
 
     @property
     def _essam_state(self) -> dict[str, Any]:
-        if _STATE_KEY not in self.state:
-            self.state[_STATE_KEY] = {
+        # torch types ``state`` as keyed by tensors; its state_dict() also packs the one
+        # string key kept here (the seeds and coefficients, never a parameter-sized tensor)
+        state: dict[Any, Any] = self.state
+        if _STATE_KEY not in state:
+            state[_STATE_KEY] = {
                 "step": 0,
                 "seed": self.defaults["seed"],
                 "prev_seeds": [],
                 "prev_coeffs": [],
             }
-        return self.state[_STATE_KEY]
+        return state[_STATE_KEY]
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Load a saved state; the run continues with the saved seed and step, bit for bit.
@@ -438,7 +441,8 @@ class ESSAM(torch.optim.Optimizer):
         lrs = {id(group): float(group["lr"]) for _, _, group in entries}
         self._apply(entries, seeds, coeffs, lrs, 1.0)
         # a new dict each step: a state_dict() taken earlier is not mutated afterwards
-        self.state[_STATE_KEY] = {
+        state: dict[Any, Any] = self.state
+        state[_STATE_KEY] = {
             "step": t + 1,
             "seed": seed,
             "prev_seeds": [int(s) for s in seeds],

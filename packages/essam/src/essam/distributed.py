@@ -25,7 +25,8 @@ import socket
 import time
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
+from multiprocessing.context import ForkContext, ForkServerContext, SpawnContext
+from typing import Any, Literal
 
 import torch
 
@@ -97,8 +98,8 @@ class DistributedPopulation:
             except Exception as exc:  # sent as NaN first, so the other ranks do not hang
                 error = exc
                 continue
-            if call:
-                local[i] = value
+            if call:  # a member that returns None where it should call is reported as failed
+                local[i] = math.nan if value is None else value
         parts = [torch.empty_like(local) for _ in range(self.world_size)]
         self._dist.all_gather(parts, local, group=self.group)
         if error is not None:
@@ -139,7 +140,7 @@ def launch(
     world_size: int,
     *args: Any,
     timeout: float = 120.0,
-    start_method: str = "spawn",
+    start_method: Literal["spawn", "fork", "forkserver"] = "spawn",
 ) -> list[Any]:
     """Run ``fn(*args)`` on ``world_size`` local processes joined in a loopback gloo group.
 
@@ -161,7 +162,14 @@ def launch(
         raise ValueError(f"world_size must be an int >= 1, got {world_size!r}")
     if start_method not in ("spawn", "fork", "forkserver"):
         raise ValueError(f"start_method must be spawn, fork or forkserver, got {start_method!r}")
-    ctx = mp.get_context(start_method)
+    # one literal per call, so the type checker sees a context that has .Process
+    ctx: SpawnContext | ForkContext | ForkServerContext
+    if start_method == "fork":
+        ctx = mp.get_context("fork")
+    elif start_method == "forkserver":
+        ctx = mp.get_context("forkserver")
+    else:
+        ctx = mp.get_context("spawn")
     out = ctx.Queue()
     port = _free_port()
     procs = [

@@ -25,21 +25,23 @@ class _Memo:
     def __init__(self, layer: torch.nn.Module) -> None:
         self.layer = layer
         self.forward = layer.forward
-        self.index = layer.self_attn.layer_idx
+        attn: Any = layer.self_attn  # a transformers attention module (checked by the caller)
+        self.index: int = attn.layer_idx
         self.saved: tuple[torch.Tensor, Any, torch.Tensor, torch.Tensor] | None = None
         self.hits = 0
 
     def __call__(self, hidden_states: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
         cache = kwargs.get("cache", kwargs.get("past_key_values"))
-        prompt = hidden_states.shape[1] > 1 and cache is not None
-        if prompt and self.saved is not None and cache.get_seq_length(self.index) == 0:
+        if cache is None or hidden_states.shape[1] <= 1:
+            return self.forward(hidden_states, *args, **kwargs)
+        if self.saved is not None and cache.get_seq_length(self.index) == 0:
             x, out, keys, values = self.saved
             if x.shape == hidden_states.shape and torch.equal(x, hidden_states):
                 cache.update(keys, values, self.index)
                 self.hits += 1
                 return out
         out = self.forward(hidden_states, *args, **kwargs)
-        if prompt and cache.get_seq_length(self.index) == hidden_states.shape[1]:
+        if cache.get_seq_length(self.index) == hidden_states.shape[1]:
             entry = cache.layers[self.index]
             self.saved = (hidden_states.detach(), out, entry.keys, entry.values)
         return out

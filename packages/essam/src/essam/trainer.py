@@ -121,10 +121,15 @@ class ESSAMTrainer:
     ) -> None:
         self.model = model
         self.args = args or ESSAMConfig()
-        funcs = list(reward_funcs) if isinstance(reward_funcs, list | tuple) else [reward_funcs]
-        for f in funcs:
+        given: list[object] = (
+            list(reward_funcs) if isinstance(reward_funcs, list | tuple) else [reward_funcs]
+        )
+        # return values are checked where they are used (compute_rewards): length, finiteness
+        funcs: list[Callable[..., Any]] = []
+        for f in given:
             if not callable(f):
                 raise TypeError(f"reward_funcs must be callables, got {type(f).__name__}")
+            funcs.append(f)
         self.reward_funcs = funcs
         weights = self.args.reward_weights
         self.reward_weights = [1.0] * len(funcs) if weights is None else [float(w) for w in weights]

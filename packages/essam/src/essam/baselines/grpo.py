@@ -48,7 +48,7 @@ class MinimalGRPO:
 
     Raises:
         ValueError: On ``num_generations`` < 2, ``temperature`` <= 0 or negative ``beta``.
-        TypeError: If ``tokenizer`` is ``None``.
+        TypeError: If ``tokenizer`` is ``None`` or a reward function is not callable.
 
     Example:
         >>> grpo = MinimalGRPO(model, tok, correctness_reward, num_generations=8)  # doctest: +SKIP
@@ -80,9 +80,15 @@ class MinimalGRPO:
             raise ValueError(f"beta must be >= 0, got {beta}")
         self.model = model
         self.tokenizer = tokenizer
-        self.reward_funcs = (
+        given: list[object] = (
             list(reward_funcs) if isinstance(reward_funcs, list | tuple) else [reward_funcs]
         )
+        # return values are checked where they are used (_rewards: shape)
+        self.reward_funcs: list[Callable[..., Any]] = []
+        for f in given:
+            if not callable(f):
+                raise TypeError(f"reward_funcs must be callables, got {type(f).__name__}")
+            self.reward_funcs.append(f)
         self.G = num_generations
         self.beta = beta
         self.epsilon = epsilon
@@ -106,7 +112,9 @@ class MinimalGRPO:
         columns = {k: [r[k] for r in rows] for k in rows[0] if k != "prompt"}
         total = np.zeros(len(rows))
         for f in self.reward_funcs:
-            vals = np.asarray(list(f(prompts=prompts, completions=completions, **columns)), float)
+            vals = np.asarray(
+                list(f(prompts=prompts, completions=completions, **columns)), dtype=np.float64
+            )
             if vals.shape != (len(rows),):
                 raise ValueError(f"reward function returned {vals.shape}, expected {len(rows)}")
             total += vals

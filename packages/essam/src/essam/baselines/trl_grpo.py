@@ -94,9 +94,11 @@ def run(
         from trl import GRPOConfig, GRPOTrainer
     except ImportError as exc:
         raise ImportError(_MISSING) from exc
+    # TRL also accepts reward-model ids and models in this list, hence list[Any]
+    funcs: list[Any] = [reward_funcs] if callable(reward_funcs) else list(reward_funcs)
     trainer = GRPOTrainer(
         model=model,
-        reward_funcs=reward_funcs,
+        reward_funcs=funcs,
         args=GRPOConfig(**config),
         train_dataset=train_dataset,
         processing_class=processing_class,

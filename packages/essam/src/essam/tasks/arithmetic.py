@@ -108,7 +108,7 @@ def make_problems(
     tpl = templates or (OOD_TEMPLATES if split == "ood" else TEMPLATES)
     lo, hi = (21, 40) if split == "ood" else (0, 20)
     rng = np.random.default_rng([seed, SPLITS.index(split)])
-    out = []
+    out: list[dict[str, Any]] = []
     while len(out) < n:
         n_ops = int(rng.integers(1, 3)) if split == "sft" else int(rng.integers(2, 4))
         a, ops = _sample_ops(rng, n_ops, lo, hi)

@@ -206,6 +206,14 @@ class EOWorldModel(nn.Module):
         torch.Size([2, 1, 2, 4, 8, 8])
     """
 
+    band_mean: Tensor
+    band_std: Tensor
+    static_mean: Tensor
+    static_std: Tensor
+    weather_mean: Tensor
+    weather_std: Tensor
+    residual_std: Tensor
+
     def __init__(self, config: EOWMConfig) -> None:
         super().__init__()
         cfg = self.config = config

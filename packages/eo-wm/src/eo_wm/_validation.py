@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 
-def check_doy(doy: np.ndarray, name: str = "doy") -> np.ndarray:
+def check_doy(doy: ArrayLike, name: str = "doy") -> np.ndarray:
     """Return ``doy`` as float64 after checking every value lies in [1, 366]."""
     arr = np.asarray(doy, dtype=np.float64)
     if arr.size and (not np.all(np.isfinite(arr)) or arr.min() < 1 or arr.max() > 366):
@@ -18,7 +19,8 @@ def check_doy(doy: np.ndarray, name: str = "doy") -> np.ndarray:
 
 def check_mask(mask: object, frames_shape: Sequence[int], name: str = "mask") -> None:
     """Check a validity mask: values in {0, 1} and shape ``frames[:-3] + (1,) + frames[-2:]``."""
-    shape = tuple(getattr(mask, "shape", np.shape(mask)))
+    raw = getattr(mask, "shape", None)  # a tensor's or an array's shape, without a copy
+    shape = tuple(int(n) for n in (raw if raw is not None else np.asarray(mask).shape))
     want = (*tuple(frames_shape[:-3]), 1, *tuple(frames_shape[-2:]))
     if shape != want:
         raise ValueError(f"{name} must have shape {want} to match the frames, got {shape}")

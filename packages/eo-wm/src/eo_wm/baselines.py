@@ -47,6 +47,13 @@ class ConvLSTMForecaster(nn.Module):
         hidden: ConvLSTM channels.
     """
 
+    band_mean: Tensor
+    band_std: Tensor
+    static_mean: Tensor
+    static_std: Tensor
+    weather_mean: Tensor
+    weather_std: Tensor
+
     def __init__(
         self,
         in_channels: int,

@@ -21,7 +21,7 @@ DIFF_THRESHOLD = 0.02
 
 def _np(x: object) -> np.ndarray:
     if hasattr(x, "detach"):
-        x = x.detach().cpu().numpy()  # type: ignore[union-attr]
+        x = x.detach().cpu().numpy()
     return np.asarray(x, dtype=np.float64)
 
 

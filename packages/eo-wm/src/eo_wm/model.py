@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -19,6 +20,9 @@ class LatentAutoencoderWrapper(nn.Module):
     is used) or with ``latents``; ``decode`` a tensor or an object with ``sample``.
     Configure the :class:`EOWorldModel` with the latent channels and size.
     """
+
+    # duck-typed: any module with encode/decode (their return types vary by library)
+    autoencoder: Any
 
     def __init__(self, autoencoder: nn.Module) -> None:
         super().__init__()
@@ -69,11 +73,11 @@ class LatentAutoencoderWrapper(nn.Module):
         context_mask: Tensor,
         static: Tensor,
         cond: Mapping[str, Tensor],
-        **kwargs: object,
+        **kwargs: Any,
     ) -> Tensor:
         """Encode, sample latents with ``model.sample`` and decode: ``(M, B, T_f, C, H, W)``."""
         z, m, st = self.latent_inputs(context, context_mask, static)
-        return self.decode(model.sample(z, m, st, cond, **kwargs))  # type: ignore[arg-type]
+        return self.decode(model.sample(z, m, st, cond, **kwargs))
 
 
 __all__ = ["EOWMConfig", "EOWorldModel", "LatentAutoencoderWrapper"]

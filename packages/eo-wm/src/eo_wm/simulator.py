@@ -17,6 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
+
+from eo_wm.weather import WeatherDecomposer
 
 BANDS = ("B", "G", "R", "NIR")
 VARIABLES = ("temp", "precip", "rad")
@@ -106,8 +109,10 @@ class LandSurfaceSimulator:
         self.cover = cover
         self.vmax = lo + (hi - lo) * self.rng.uniform(size=cover.shape)
         self.capacity = 60.0 + 60.0 * _sigmoid(self._smooth(2.5))  # mm
-        for k, v in _COVER.items():
-            setattr(self, k, v[cover])
+        self.kappa: np.ndarray = _COVER["kappa"][cover]
+        self.beta_h: np.ndarray = _COVER["beta_h"][cover]
+        self.beta_w: np.ndarray = _COVER["beta_w"][cover]
+        self.t_crit: np.ndarray = _COVER["t_crit"][cover]
 
     @property
     def static(self) -> np.ndarray:
@@ -162,7 +167,7 @@ class LandSurfaceSimulator:
         weather: np.ndarray,
         doy: np.ndarray,
         rng: np.random.Generator,
-        locations: np.ndarray | None = None,
+        locations: ArrayLike | None = None,
     ) -> tuple[np.ndarray, SimState]:
         """Advance ``state`` through ``weather (L', T, 3)``; return ``V (L', T, H, W)``, state.
 
@@ -174,7 +179,7 @@ class LandSurfaceSimulator:
         out = np.empty((len(idx), T, *st.V.shape[1:]))
         elev, vmax, cap = self.elevation[idx], self.vmax[idx], self.capacity[idx]
         kap, bh, bw, tc = self.kappa[idx], self.beta_h[idx], self.beta_w[idx], self.t_crit[idx]
-        noise = rng.normal(0.0, 0.004, out.shape)
+        noise = np.asarray(rng.normal(0.0, 0.004, size=out.shape))
         for t in range(T):
             temp = weather[:, t, 0, None, None] - LAPSE * elev
             precip = weather[:, t, 1, None, None]
@@ -229,7 +234,7 @@ class LandSurfaceSimulator:
             "spin_weather": met["weather"][:, :cut],
         }
 
-    def state_at(self, cube: dict, locations: np.ndarray, step: int, seed: int) -> SimState:
+    def state_at(self, cube: dict, locations: ArrayLike, step: int, seed: int) -> SimState:
         """Re-run scenes ``locations`` from the start to ``step`` (exclusive) with fresh noise.
 
         Used by counterfactual pairs: the hidden state at the window start, reproducible.
@@ -444,7 +449,7 @@ def make_counterfactual_pairs(
     return stack_windows(A), stack_windows(B)
 
 
-def to_tensors(windows: dict[str, np.ndarray], decomposer: object | None = None) -> dict:
+def to_tensors(windows: dict[str, np.ndarray], decomposer: WeatherDecomposer | None = None) -> dict:
     """Float32 tensors of a window dict (plus the decomposition when given a decomposer).
 
     ``decomposer``: a fitted :class:`~eo_wm.weather.WeatherDecomposer`; adds ``baseline``,
@@ -458,7 +463,7 @@ def to_tensors(windows: dict[str, np.ndarray], decomposer: object | None = None)
         if k in (*WINDOW_KEYS, "static")
     }
     if decomposer is not None:
-        parts = decomposer.transform(windows["weather"], windows["doy"])  # type: ignore[attr-defined]
+        parts = decomposer.transform(windows["weather"], windows["doy"])
         for k in ("baseline", "anomaly", "stress"):
             out[k] = torch.as_tensor(parts[k], dtype=torch.float32)
     return out

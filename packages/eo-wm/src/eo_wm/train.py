@@ -9,6 +9,7 @@ A dataset is a dict of tensors (see :func:`eo_wm.simulator.make_dataset`): ``con
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -173,7 +174,7 @@ def sample_ensemble(
     batch_size: int = 32,
     generator: torch.Generator | None = None,
     progress: bool | None = None,
-    **kwargs: object,
+    **kwargs: Any,
 ) -> Tensor:
     """Ensembles ``(n_members, N, T_f, C, H, W)`` for every window of ``dataset`` (in chunks).
 
@@ -195,5 +196,5 @@ def sample_ensemble(
                 generator=generator,
                 **kwargs,
             )
-        )  # type: ignore[arg-type]
+        )
     return torch.cat(outs, 1)

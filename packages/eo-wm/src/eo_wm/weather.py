@@ -283,5 +283,5 @@ class WeatherDecomposer(TransformerMixin, BaseEstimator):
         return g
 
 
-def _key(k: object) -> Hashable:
-    return k.item() if isinstance(k, np.generic) else k  # type: ignore[return-value]
+def _key(k: Hashable) -> Hashable:
+    return k.item() if isinstance(k, np.generic) else k

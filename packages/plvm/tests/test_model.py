@@ -68,6 +68,9 @@ def test_plvm_errors():
         PLVM(["A"], decoder="poisson")
     with pytest.raises(ValueError, match="no shared latent"):
         PLVM(["A"], fusion="concat").posterior({"X": {}, "mask": {}})
+    for fusion in ("poe", "concat"):
+        with pytest.raises(ValueError, match="batch needs labels 'y'"):
+            PLVM(["A"], fusion=fusion).elbo({"X": {}, "mask": {}})
 
 
 def test_classifier_sklearn_contract_and_shapes(study):

@@ -13,7 +13,8 @@ with the prior (``fusion="poe"``), a uniform mixture (``"moe"``), or no shared l
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from typing import NotRequired, TypedDict
 
 import torch
 from torch import Tensor, nn
@@ -25,8 +26,17 @@ from plvm.fusion import moe_moments, moe_sample, poe
 
 __all__ = ["PLVM", "Batch"]
 
-#: ``{"X": {task: (N, L, F)}, "mask": {task: (N, L) bool}, "y": (N,) float with NaN}``
-Batch = Mapping[str, object]
+
+class Batch(TypedDict):
+    """``{"X": {task: (N, L, F)}, "mask": {task: (N, L) bool}, "y": (N,) float with NaN}``.
+
+    ``y`` is read by :meth:`PLVM.elbo` only; prediction needs ``X`` and ``mask``.
+    """
+
+    X: dict[str, Tensor]
+    mask: dict[str, Tensor]
+    y: NotRequired[Tensor]
+
 
 SWITCH, PROGRESS, GAIN, LOG_DT = 0, 2, 3, 5  # columns of plvm.traces.FEATURES
 
@@ -34,6 +44,9 @@ SWITCH, PROGRESS, GAIN, LOG_DT = 0, 2, 3, 5  # columns of plvm.traces.FEATURES
 def _kl_std_normal(mu: Tensor, logvar: Tensor) -> Tensor:
     """KL(N(mu, diag e^logvar) || N(0, I)) per row."""
     return 0.5 * (logvar.exp() + mu**2 - 1.0 - logvar).sum(-1)
+
+
+Encoder = DeepSetsEncoder | GRUEncoder
 
 
 class PLVM(nn.Module):
@@ -74,6 +87,9 @@ class PLVM(nn.Module):
         torch.Size([4])
     """
 
+    feat_loc: Tensor  # buffers (registered in __init__)
+    feat_scale: Tensor
+
     def __init__(
         self,
         tasks: Sequence[str],
@@ -95,11 +111,12 @@ class PLVM(nn.Module):
         self.decoder_name = check_choice(decoder, DECODERS, "decoder")
         self.lambda_y = float(lambda_y)
         enc = DeepSetsEncoder if encoder == "deepsets" else GRUEncoder
-        self.encoders = nn.ModuleDict({t: enc(n_features, D, hidden) for t in self.tasks})
+        encoders: dict[str, Encoder] = {t: enc(n_features, D, hidden) for t in self.tasks}
+        self.encoders = nn.ModuleDict(encoders)
         self.register_buffer("feat_loc", torch.zeros(n_features))
         self.register_buffer("feat_scale", torch.ones(n_features))
         if fusion == "concat":
-            width = sum(e.embed_dim for e in self.encoders.values()) + len(self.tasks)
+            width = sum(e.embed_dim for e in encoders.values()) + len(self.tasks)
             self.classifier = nn.Sequential(
                 nn.Linear(width, hidden), nn.ReLU(), nn.Linear(hidden, 1)
             )
@@ -125,6 +142,11 @@ class PLVM(nn.Module):
             raise ValueError(f"unknown task(s) {unknown}; the model has {self.tasks}")
         return tasks
 
+    def _encoder(self, task: str) -> Encoder:
+        enc = self.encoders[task]
+        assert isinstance(enc, DeepSetsEncoder | GRUEncoder)  # built so in __init__
+        return enc
+
     def _scaled(self, X: Tensor) -> Tensor:
         return (X - self.feat_loc) / self.feat_scale
 
@@ -134,8 +156,8 @@ class PLVM(nn.Module):
         """Per-task experts ``mu, logvar (T, N, D)`` and ``present (T, N)``."""
         tasks = self._tasks(tasks)
         X, M = batch["X"], batch["mask"]
-        out = [self.encoders[t](self._scaled(X[t]), M[t]) for t in tasks]  # type: ignore[index]
-        present = torch.stack([M[t].any(1) for t in tasks])  # type: ignore[index]
+        out = [self.encoders[t](self._scaled(X[t]), M[t]) for t in tasks]
+        present = torch.stack([M[t].any(1) for t in tasks])
         return torch.stack([o[0] for o in out]), torch.stack([o[1] for o in out]), present
 
     def posterior(self, batch: Batch, tasks: Sequence[str] | None = None) -> tuple[Tensor, Tensor]:
@@ -170,8 +192,8 @@ class PLVM(nn.Module):
         X, M = batch["X"], batch["mask"]
         parts, flags = [], []
         for t in self.tasks:  # fixed layout; a task left out is all zeros, flag 0
-            m = M[t] if t in use else torch.zeros_like(M[t])  # type: ignore[index]
-            e = self.encoders[t].embed(self._scaled(X[t]), m)  # type: ignore[index]
+            m = M[t] if t in use else torch.zeros_like(M[t])
+            e = self._encoder(t).embed(self._scaled(X[t]), m)
             on = m.any(1, keepdim=True).to(e.dtype)
             parts.append(e * on)
             flags.append(on)
@@ -210,8 +232,14 @@ class PLVM(nn.Module):
         generator: torch.Generator | None = None,
         kl_weight: float = 1.0,
     ) -> Tensor:
-        """Mean per-person objective (to maximise), one reparameterised sample per term."""
-        y = batch["y"]  # type: ignore[assignment]
+        """Mean per-person objective (to maximise), one reparameterised sample per term.
+
+        Raises:
+            ValueError: If ``batch`` has no labels ``"y"`` (use NaN for an unknown label).
+        """
+        if "y" not in batch:
+            raise ValueError("batch needs labels 'y' (NaN where unknown) for the ELBO")
+        y = batch["y"]
         if self.fusion == "concat":
             known = ~torch.isnan(y)
             yy = torch.where(known, y, torch.zeros_like(y))
@@ -230,7 +258,7 @@ class PLVM(nn.Module):
             tot = torch.zeros(N, dtype=z.dtype, device=z.device)
             for k in tasks:
                 t = self.tasks[k]
-                tot = tot + self.log_likelihood(t, z, X[t], M[t]) * present[k]  # type: ignore[index]
+                tot = tot + self.log_likelihood(t, z, X[t], M[t]) * present[k]
             return tot
 
         all_k = range(len(self.tasks))

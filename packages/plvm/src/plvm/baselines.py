@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
@@ -45,7 +45,7 @@ class _FeatureLogistic:
         flags = np.stack([traces.present(t) for t in tasks], 1).astype(float)
         return np.hstack([F, flags])
 
-    def fit(self, traces: TraceSet, y: Any, tasks: Sequence[str]) -> _FeatureLogistic:
+    def fit(self, traces: TraceSet, y: Any, tasks: Sequence[str]) -> Self:
         """Fit on the traces of ``tasks`` with 0/1 labels ``y``."""
         from sklearn.linear_model import LogisticRegression
         from sklearn.pipeline import make_pipeline
@@ -172,7 +172,7 @@ class HMMProcessBaseline(_FeatureLogistic):
             hmm.fit(X, [len(s) for s in seqs])
             # order the states by their switch probability, so features are comparable
             self.hmms_[t] = (hmm, np.argsort(hmm.emissionprob_[:, 1]))
-        return super().fit(traces, y, tasks)  # type: ignore[return-value]
+        return super().fit(traces, y, tasks)
 
     def _features(self, traces: TraceSet, tasks: Sequence[str]) -> np.ndarray:
         k = self.n_states
@@ -180,9 +180,11 @@ class HMMProcessBaseline(_FeatureLogistic):
         for t in tasks:
             hmm, order = self.hmms_[t]
             out = np.full((len(traces), k + 2), np.nan)
-            has = [i for i, tr in enumerate(traces.events[t]) if tr is not None and len(tr)]
-            if has:
-                seqs = [traces.events[t][i][:, SWITCHED].astype(int) for i in has]
+            present = [(i, tr) for i, tr in enumerate(traces.events[t]) if tr is not None]
+            present = [(i, tr) for i, tr in present if len(tr)]
+            if present:
+                has = [i for i, _ in present]
+                seqs = [tr[:, SWITCHED].astype(int) for _, tr in present]
                 lengths = [len(s) for s in seqs]
                 # one call: hmmlearn runs forward-backward per sequence given the lengths
                 _, post = hmm.score_samples(np.concatenate(seqs)[:, None], lengths)

@@ -11,7 +11,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import NotFittedError  # a ValueError, as before
 
 from methodkit import progress as show_progress
-from plvm._plvm import PLVM
+from plvm._plvm import PLVM, Batch
 from plvm._validation import (
     DECODERS,
     ENCODERS,
@@ -126,9 +126,10 @@ class PLVMClassifier(ClassifierMixin, BaseEstimator):
     # ------------------------------------------------------------------ data
     def _batch(
         self, traces: TraceSet, tasks: Sequence[str], idx: np.ndarray | None = None
-    ) -> dict[str, object]:
+    ) -> Batch:
         dev = torch.device(self.device or "cpu")
-        X, M = {}, {}
+        X: dict[str, torch.Tensor] = {}
+        M: dict[str, torch.Tensor] = {}
         for t in tasks:
             x, m = traces.featurize(t, self.max_len)
             if idx is not None:
@@ -138,17 +139,18 @@ class PLVMClassifier(ClassifierMixin, BaseEstimator):
         return {"X": X, "mask": M}
 
     @staticmethod
-    def _check_type(traces: object) -> None:
+    def _check_type(traces: object) -> TraceSet:
         if not isinstance(traces, TraceSet):
             raise TypeError(
                 f"traces must be a plvm.TraceSet, got {type(traces).__name__}; build one with "
                 "TraceSet.from_dataframe(df) or plvm.simulate_population"
             )
+        return traces
 
     def _check_traces(self, traces: object, tasks: Sequence[str]) -> None:
-        self._check_type(traces)
-        traces.check_tasks(tasks)  # type: ignore[attr-defined]
-        if len(traces) == 0:  # type: ignore[arg-type]
+        ts = self._check_type(traces)
+        ts.check_tasks(tasks)
+        if len(ts) == 0:
             raise ValueError("traces has no persons")
 
     def _check_params(self) -> None:
@@ -227,7 +229,7 @@ class PLVMClassifier(ClassifierMixin, BaseEstimator):
         data = self._batch(traces, tasks)
         dev = torch.device(self.device or "cpu")
         y_t = torch.as_tensor(yy, dtype=torch.float32, device=dev)
-        n_feat = next(iter(data["X"].values())).shape[-1]  # type: ignore[union-attr]
+        n_feat = next(iter(data["X"].values())).shape[-1]
         gen = torch.Generator(device=dev).manual_seed(self.random_state)
         plateau = self._chance_loss(yy, train, val) - self.chance_margin
         kept: tuple[float, PLVM, list[tuple[float, float]], int] | None = None
@@ -247,7 +249,8 @@ class PLVMClassifier(ClassifierMixin, BaseEstimator):
                 kept = (loss, model, history, best_epoch)
             if not val.any() or loss < plateau:  # no split to judge by, or off the plateau
                 break
-        _, self.model_, self.history_, self.best_epoch_ = kept  # type: ignore[misc]
+        assert kept is not None  # the first attempt always sets it
+        _, self.model_, self.history_, self.best_epoch_ = kept
         self.n_fits_ = attempt + 1
         return self
 
@@ -262,29 +265,26 @@ class PLVMClassifier(ClassifierMixin, BaseEstimator):
         return float(-(yv * np.log(p) + (1 - yv) * np.log(1 - p)).mean())
 
     @staticmethod
-    def _set_scaling(model: PLVM, data: dict[str, object], rows: np.ndarray) -> None:
-        feats = [
-            data["X"][t][rows][data["mask"][t][rows]]  # type: ignore[index]
-            for t in model.tasks
-        ]
+    def _set_scaling(model: PLVM, data: Batch, rows: np.ndarray) -> None:
+        feats = [data["X"][t][rows][data["mask"][t][rows]] for t in model.tasks]
         allf = torch.cat(feats, 0)
         if len(allf):
             model.feat_loc.copy_(allf.mean(0))
             model.feat_scale.copy_(allf.std(0).clamp(min=1e-3))
 
     @staticmethod
-    def _take(data: dict[str, object], y: torch.Tensor, idx: np.ndarray) -> dict[str, object]:
+    def _take(data: Batch, y: torch.Tensor, idx: np.ndarray) -> Batch:
         ii = torch.as_tensor(idx, device=y.device)
         return {
-            "X": {t: v[ii] for t, v in data["X"].items()},  # type: ignore[union-attr]
-            "mask": {t: v[ii] for t, v in data["mask"].items()},  # type: ignore[union-attr]
+            "X": {t: v[ii] for t, v in data["X"].items()},
+            "mask": {t: v[ii] for t, v in data["mask"].items()},
             "y": y[ii],
         }
 
     def _train(
         self,
         model: PLVM,
-        data: dict[str, object],
+        data: Batch,
         y: torch.Tensor,
         train: np.ndarray,
         val: np.ndarray,
@@ -333,11 +333,11 @@ class PLVMClassifier(ClassifierMixin, BaseEstimator):
 
     @staticmethod
     @torch.no_grad()
-    def _val_loss(model: PLVM, vb: dict[str, object]) -> float:
+    def _val_loss(model: PLVM, vb: Batch) -> float:
         model.eval()
         p = model.predict_proba(vb).clamp(1e-6, 1 - 1e-6)
         y = vb["y"]
-        return float(-(y * p.log() + (1 - y) * (1 - p).log()).mean())  # type: ignore[operator]
+        return float(-(y * p.log() + (1 - y) * (1 - p).log()).mean())
 
     # ------------------------------------------------------------------ predict
     def _tasks(self, traces: TraceSet, tasks: Sequence[str] | None) -> list[str]:
@@ -353,23 +353,23 @@ class PLVMClassifier(ClassifierMixin, BaseEstimator):
         self._check_coverage(traces, tasks)
         return tasks
 
-    def _full_batch(self, traces: TraceSet, tasks: list[str]) -> dict[str, object]:
+    def _full_batch(self, traces: TraceSet, tasks: list[str]) -> Batch:
         # tasks not requested are fed as empty traces (their experts drop out)
         b = self._batch(traces, tasks)
-        ref = next(iter(b["mask"].values()))  # type: ignore[union-attr]
+        ref = next(iter(b["mask"].values()))
         for t in self.source_tasks_:
             if t not in tasks:
-                nf = next(iter(b["X"].values())).shape[-1]  # type: ignore[union-attr]
-                b["X"][t] = torch.zeros((len(traces), 1, nf), device=ref.device)  # type: ignore[index]
-                b["mask"][t] = torch.zeros((len(traces), 1), dtype=torch.bool, device=ref.device)  # type: ignore[index]
+                nf = next(iter(b["X"].values())).shape[-1]
+                b["X"][t] = torch.zeros((len(traces), 1, nf), device=ref.device)
+                b["mask"][t] = torch.zeros((len(traces), 1), dtype=torch.bool, device=ref.device)
         return b
 
     @torch.no_grad()
     def predict_proba(self, traces: TraceSet, tasks: Sequence[str] | None = None) -> np.ndarray:
         """``(N, 2)`` probabilities from the traces of ``tasks`` (default: all source tasks)."""
         tasks = self._tasks(traces, tasks)
-        p = self.model_.predict_proba(self._full_batch(traces, tasks), tasks)
-        p = p.double().cpu().numpy()
+        pt = self.model_.predict_proba(self._full_batch(traces, tasks), tasks)
+        p = pt.double().cpu().numpy()
         return np.stack([1.0 - p, p], 1)
 
     def predict(self, traces: TraceSet, tasks: Sequence[str] | None = None) -> np.ndarray:

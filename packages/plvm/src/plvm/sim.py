@@ -208,8 +208,10 @@ def simulate_population(
     centres = np.stack([np.where(types >= 2, 1.0, -1.0), np.where(types % 2, 1.0, -1.0)], 1)
     z = sep * centres + noise * rng.standard_normal((n, 2))
     skill = rng.standard_normal(n)
-    events = {t: simulate_task(s, z, skill, rng) for t, s in source_specs.items()}
-    events["T"] = simulate_task(target_spec, z, skill, rng)
+    events: dict[str, list[np.ndarray | None]] = {
+        t: list(simulate_task(s, z, skill, rng)) for t, s in source_specs.items()
+    }
+    events["T"] = list(simulate_task(target_spec, z, skill, rng))
     traces = TraceSet(np.arange(n), [*source_specs, "T"], events)
     outcomes = {t: outcome_summaries(traces, t) for t in traces.tasks}
     y = run_length_labels(traces, "T")

@@ -113,7 +113,7 @@ class TraceSet:
         if isinstance(key, slice):
             return self.subset(np.arange(len(self))[key])
         if isinstance(key, int | np.integer) and not isinstance(key, bool):
-            return self.subset([key])
+            return self.subset([int(key)])
         return self.subset(key)
 
     # ------------------------------------------------------------------ construction
@@ -271,7 +271,8 @@ class TraceSet:
             elif seconds is not None:
                 k = max(1, int(np.searchsorted(np.cumsum(tr[:, DT]), seconds, side="right")))
             else:
-                k = min(L, int(n_events))  # type: ignore[arg-type]
+                assert n_events is not None  # exactly one of the three is given (checked above)
+                k = min(L, int(n_events))
             return tr[:k]
 
         ev = {t: [keep(tr) for tr in self.events[t]] for t in self.tasks}
@@ -312,7 +313,7 @@ def check_frame(df: Any, required: Sequence[str]) -> None:
         raise ValueError(f"DataFrame is missing required columns: {missing}")
     if len(df) == 0:
         raise ValueError("df has no rows: a TraceSet needs at least one event")
-    for c in required[:2] + required[3:4]:  # person, task and zone ids
+    for c in [*required[:2], *required[3:4]]:  # person, task and zone ids
         n_missing = int(df[c].isna().sum())
         if n_missing:
             raise ValueError(f"column {c!r} has {n_missing} missing value(s) (NaN/None)")

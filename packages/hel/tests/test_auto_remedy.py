@@ -23,7 +23,7 @@ from hel import (
     ReversibilityWarning,
     compare_estimators,
 )
-from hel._reversibility import next_interval
+from hel._reversibility import AUTO_RETRIES, Anchors, next_interval, rerun_interval
 
 
 def _default_net(T, dtype, B=4):
@@ -131,6 +131,76 @@ def test_next_interval_from_the_error_growth():
     assert next_interval(div, 1000, torch.float64) == 10
     tiny = ReversibilityReport(errors={0: 1.0}, tolerance=1e-4, checkpoint_every=1)
     assert next_interval(tiny, 5, torch.float64) == 1
+
+
+def test_stop_rule_rerun_interval():
+    f64, T = torch.float64, 1000
+    miss = ReversibilityReport(errors={0: 1e-2}, tolerance=1e-4)
+    ok = ReversibilityReport(errors={0: 1e-5}, tolerance=1e-4)
+    k = next_interval(miss, T, f64)
+    assert rerun_interval(miss, None, math.inf, 0, T, f64) == k  # first miss: re-run
+    assert rerun_interval(ok, None, math.inf, 0, T, f64) is None  # within tolerance
+    assert rerun_interval(miss, 40, 2e-2, 1, T, f64) == next_interval(miss, T, f64)  # lower
+    assert rerun_interval(miss, 40, 1.01e-2, 1, T, f64) is not None  # any decrease continues
+    assert rerun_interval(miss, 40, 1e-2, 1, T, f64) is None  # not lower at all: stop
+    assert rerun_interval(miss, 40, 5e-3, 1, T, f64) is None  # higher: stop
+    assert rerun_interval(miss, 1, 2e-2, 1, T, f64) is None  # nothing shorter than 1
+    assert rerun_interval(miss, 40, 2e-2, AUTO_RETRIES, T, f64) is None  # retries spent
+    assert rerun_interval(miss, 40, 2e-2, AUTO_RETRIES - 1, T, f64) is not None
+    # a diverged first attempt re-runs (a quarter of the failed stretch); NaN never passes
+    div = ReversibilityReport(errors={0: float("inf")}, tolerance=1e-4)
+    assert rerun_interval(div, None, math.inf, 0, T, f64) == T // 4
+    assert rerun_interval(div, 250, math.inf, 1, T, f64) is None  # still diverged: stop
+    nan = ReversibilityReport(errors={0: float("nan"), 500: 1e-6}, tolerance=1e-4)
+    assert not nan.ok
+    assert nan.max_error == math.inf
+    assert ReversibilityReport(errors={0: 1e-6, 500: float("nan")}, tolerance=1e-4).max_error > 1
+
+
+def _scripted(est, errors, B):
+    """Replace the passes of ``est.backward`` with reports carrying the scripted errors."""
+    seen = []
+
+    def fake(x, y, state):
+        seen.append(est._interval)
+        tol = est.tolerance
+        anchors = Anchors(x.shape[1], est._interval, torch.ones(B, dtype=x.dtype), tol, x.dtype)
+        anchors.report.errors = dict(errors[len(seen) - 1])
+        grads = [torch.zeros_like(p) for p in est.cell_params]
+        return grads, x.new_zeros(()), 0.0, anchors
+
+    est._backward = fake
+    return seen
+
+
+@pytest.mark.parametrize(
+    ("errors", "attempts", "warns"),
+    [
+        ([{0: 1e-6}], 1, False),  # exact at once: no re-run, no checkpoint
+        ([{0: 1e-2}, {0: 1e-6}], 2, False),  # one re-run fixes it
+        ([{0: float("inf")}, {0: 1e-6}], 2, False),  # a diverged echo re-runs too
+        ([{0: 1e-2}, {0: 9.9e-3}, {0: 9.9e-3}], 3, True),  # saturated: stop after no gain
+        ([{0: 1e-2 / 2**i} for i in range(AUTO_RETRIES + 1)], AUTO_RETRIES + 1, True),
+    ],
+)
+def test_backward_follows_the_stop_rule(errors, attempts, warns):
+    T, B = 1000, 2
+    model, x, y, loss = _default_net(T, torch.float64, B=B)
+    est = HamiltonianEcho(model, loss, tolerance=1e-4)
+    seen = _scripted(est, errors, B)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est.backward(x, y)
+    assert est.last_stats["attempts"] == len(seen) == attempts
+    assert any(issubclass(w.category, ReversibilityWarning) for w in caught) == warns
+    # each re-run uses the interval predicted from the previous attempt's report
+    expected = [None]
+    for e in errors[: attempts - 1]:
+        rep = ReversibilityReport(errors=e, tolerance=1e-4, checkpoint_every=expected[-1])
+        expected.append(next_interval(rep, T, torch.float64))
+    assert seen == expected
+    assert est.auto_interval == expected[-1]
+    assert est.last_stats["checkpoint_every"] == expected[-1]
 
 
 @pytest.mark.slow

@@ -42,11 +42,12 @@ class StatChunks:
         """Compute the statistic of the buffered steps and add it to :attr:`total`."""
         if not self._buf:
             return
-        ph, u, w = zip(*self._buf, strict=True)
+        phs = [b[0] for b in self._buf]
+        us = [b[1] for b in self._buf]
+        ws = [b[2] for b in self._buf]
         self._buf.clear()
-        ph, u = torch.stack(ph), torch.stack(u)
-        w = None if w[0] is None else torch.stack(w)
-        new = self.stat_fn(ph, u, w)
+        w = None if any(x is None for x in ws) else torch.stack([x for x in ws if x is not None])
+        new = self.stat_fn(torch.stack(phs), torch.stack(us), w)
         if self.total is None:
             self.total = [n.clone() for n in new]
         else:

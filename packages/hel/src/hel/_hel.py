@@ -40,7 +40,7 @@ from hel._reversibility import (
     Anchors,
     ReversibilityReport,
     check_checkpoint_every,
-    next_interval,
+    rerun_interval,
 )
 from hel.cells import ForceCell, HamiltonianCell, leapfrog_step
 from hel.homeostasis import homeostatic_loss_grad
@@ -99,6 +99,7 @@ class _Inference:
     c: torch.Tensor | None  # dL/d(readout) for "mean"/"last"
     loss: torch.Tensor
     gnorm: torch.Tensor  # per-sample accumulated |g_t|
+    scale: torch.Tensor  # per-sample RMS of the final state (the echo errors' unit)
     anchors: Anchors
 
 
@@ -106,6 +107,7 @@ class _EchoBase(GradientEstimator):
     """Shared machinery of the echo estimators (inference pass, eps, echo loop)."""
 
     _modes: tuple[str, ...] = MODES
+    _S_fwd: StatChunks  # the inference pass's own statistic (HamiltonianEcho two_pass)
 
     def __init__(
         self,
@@ -134,6 +136,7 @@ class _EchoBase(GradientEstimator):
             self.checkpoint_every = None  # nothing to monitor, nothing to re-anchor
         #: The interval ``checkpoint_every="auto"`` settled on (``None``: none needed yet).
         self.auto_interval: int | None = None
+        self._interval: int | None = None  # the interval of the running backward call
         if tolerance is not None and (
             isinstance(tolerance, bool)
             or not isinstance(tolerance, int | float)
@@ -155,7 +158,9 @@ class _EchoBase(GradientEstimator):
         return f"{type(self).__name__}(eps={self.eps!r}, mode={self.mode!r})"
 
     # -------------------------------------------------------------- statistics
-    def _stat(self, phi_half: torch.Tensor, u: torch.Tensor, w: torch.Tensor) -> tuple:
+    def _stat(
+        self, phi_half: torch.Tensor, u: torch.Tensor, w: torch.Tensor | None
+    ) -> tuple[torch.Tensor, ...]:
         """Weighted local statistic of a chunk of echo steps (``(k, R, .)`` tensors)."""
         raise NotImplementedError
 
@@ -175,7 +180,8 @@ class _EchoBase(GradientEstimator):
         self._check(x, y)
         cell = self.model.cell
         auto = self.checkpoint_every == AUTO
-        self._interval = self.auto_interval if auto else self.checkpoint_every
+        cp = self.checkpoint_every
+        self._interval = self.auto_interval if isinstance(cp, str) else cp
         before = [None if p.grad is None else p.grad.clone() for p in self.model.parameters()]
         with _cast(cell, self.dtype), cell.frozen():
             xc = x.to(self.dtype or x.dtype)
@@ -183,15 +189,16 @@ class _EchoBase(GradientEstimator):
             for attempt in range(AUTO_RETRIES + 1):
                 grads, loss, eps_used, anchors = self._backward(xc, y, state)
                 rep = anchors.report if anchors else None
-                if not auto or rep is None or rep.ok or attempt == AUTO_RETRIES:
+                if not auto or rep is None:
                     break
-                if self._interval == 1 or not rep.max_error < last:
-                    break  # a shorter interval did not help: the error is not rounding's
+                nxt = rerun_interval(rep, self._interval, last, attempt, xc.shape[1], xc.dtype)
+                if nxt is None:
+                    break
                 last = rep.max_error
                 # missed: re-run with re-anchoring at a shorter interval; undo the head's
                 # (and EL's homeostatic) gradients the discarded attempt accumulated
-                self._interval = next_interval(rep, xc.shape[1], xc.dtype)
-                self.auto_interval = self._interval
+                self._interval = nxt
+                self.auto_interval = nxt
                 _restore_grads(self.model, before)
         check_finite(type(self).__name__, cell, grads)
         accumulate(self.cell_params, grads)
@@ -216,9 +223,10 @@ class _EchoBase(GradientEstimator):
     ) -> torch.Tensor | None:
         """Error signal ``g_t = dL/dphi_t`` (1-based ``t``) evaluated at position ``phi_t``."""
         readout = self.model.readout
-        if readout == "mean":
-            return c / T
-        if readout == "last":
+        if readout != "sequence":
+            assert c is not None, "the inference pass sets c for 'mean' and 'last'"
+            if readout == "mean":
+                return c / T
             return c if t == T else None
         B = y.shape[0]
         if phi_t.shape[0] != B:  # the two lockstep echoes: the loss is a mean over B samples
@@ -258,12 +266,13 @@ class _EchoBase(GradientEstimator):
             c, loss = self._readout_signal(r.to(next(self.model.head.parameters()).dtype), y)
             c = c.to(x.dtype)
             gnorm = c.norm(dim=1)
-        anchors.scale = torch.sqrt((phi * phi + pi * pi).mean(dim=1)).clamp_min(1e-3)
-        return _Inference(phi, pi, c, loss, gnorm, anchors)
+        scale = torch.sqrt((phi * phi + pi * pi).mean(dim=1)).clamp_min(1e-3)
+        anchors.scale = scale
+        return _Inference(phi, pi, c, loss, gnorm, scale, anchors)
 
     def _eps(self, fwd: _Inference) -> torch.Tensor:
         """Per-sample nudge strength (one value for the batch in two_pass)."""
-        scale, gnorm = fwd.anchors.scale, fwd.gnorm
+        scale, gnorm = fwd.scale, fwd.gnorm
         if self.eps != "auto":
             return torch.full_like(gnorm, float(self.eps))
         if self.mode == "two_pass":  # S_fwd is a batch sum: one eps for the batch
@@ -332,11 +341,12 @@ class _EchoBase(GradientEstimator):
         g_T = self._signal(phi_e, T, T, fwd.c, y)
         dphi = torch.zeros_like(phi_e)
         dpi = torch.zeros_like(pi_e) if g_T is None else g_T.clone()
-        chunks = StatChunks(
-            lambda ph, u, cot: cell.force_param_vjp(
-                ph.flatten(0, 1), u.flatten(0, 1), cot.flatten(0, 1)
-            )
-        )
+
+        def stat(ph: torch.Tensor, u: torch.Tensor, cot: torch.Tensor | None) -> tuple:
+            assert cot is not None, "every step pushes its tangent"
+            return cell.force_param_vjp(ph.flatten(0, 1), u.flatten(0, 1), cot.flatten(0, 1))
+
+        chunks = StatChunks(stat)
         with torch.no_grad():
             for t in range(T, 0, -1):
                 u = x[:, t - 1]
@@ -439,8 +449,10 @@ class HamiltonianEcho(_EchoBase):
         super().__init__(model, loss_fn, eps, mode, dtype, checkpoint_every, tolerance)
 
     def _stat(self, phi_half, u, w):  # noqa: ANN001, ANN202
+        cell = self.model.cell
+        assert isinstance(cell, HamiltonianCell), "checked in __init__"
         flat = (phi_half.flatten(0, 1), u.flatten(0, 1))
-        return self.model.cell.potential_param_grad(*flat, None if w is None else w.flatten())
+        return cell.potential_param_grad(*flat, None if w is None else w.flatten())
 
     def _fwd_start(self) -> None:
         self._S_fwd = StatChunks(self._stat)

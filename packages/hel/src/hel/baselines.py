@@ -61,14 +61,12 @@ class EProp(GradientEstimator):
         if feedback not in FEEDBACKS:
             raise ValueError(f"feedback must be one of {FEEDBACKS}, got {feedback!r}")
         cell = model.cell
-        if not hasattr(cell, "force_param_local"):
-            raise NotImplementedError(
-                f"EProp needs {type(cell).__name__}.force_param_local and jacobian_diagonal"
-            )
         dtype = next((p.dtype for p in cell.parameters()), torch.get_default_dtype())
         probe = torch.zeros(1, cell.hidden_size, dtype=dtype)
         probe_u = torch.zeros(1, cell.input_size, dtype=dtype)
-        cell.jacobian_diagonal(probe, probe_u)  # raises NotImplementedError when missing
+        # both raise NotImplementedError (naming the two methods) when the cell lacks them
+        cell.jacobian_diagonal(probe, probe_u)
+        cell.force_param_local(probe, probe_u)
         self.feedback = feedback
         self._B_rand: torch.Tensor | None = None
         if feedback == "random":
@@ -105,7 +103,9 @@ class EProp(GradientEstimator):
             self._readout_signal(r, y)
         else:
             self._step_signal(r, y, per_step_T, True)
-        return g_out @ self._B_rand.to(g_out), loss.detach()
+        B_rand = self._B_rand
+        assert B_rand is not None, "feedback='random' builds the matrix in __init__"
+        return g_out @ B_rand.to(g_out), loss.detach()
 
     def backward(  # noqa: D102
         self,
@@ -249,12 +249,12 @@ class TruncatedBPTT(GradientEstimator):
                 surrogate = x.new_zeros(())
                 for t in range(start, min(start + self.k, T)):
                     phi, pi, _ = leapfrog_step(self.model.cell, phi, pi, x[:, t])
-                    if readout == "mean":
-                        g = c / T
-                    elif readout == "last":
-                        g = c if t == T - 1 else None
-                    else:
+                    g: torch.Tensor | None
+                    if readout == "sequence":
                         g = self._step_signal(phi, y[:, t], T, False)[0]
+                    else:
+                        assert c is not None, "_free_run returns c for 'mean' and 'last'"
+                        g = c / T if readout == "mean" else (c if t == T - 1 else None)
                     if g is not None:
                         surrogate = surrogate + (g * phi).sum()
                 if surrogate.requires_grad:

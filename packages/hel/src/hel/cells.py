@@ -146,13 +146,24 @@ class ForceCell(nn.Module):
 
     def force_jvp(self, phi: torch.Tensor, u: torch.Tensor, tangent: torch.Tensor) -> torch.Tensor:
         """Directional derivative ``(df/dphi) tangent`` (forward mode, ``torch.func.jvp``)."""
-        _, out = torch.func.jvp(lambda p: self.force(p, u), (phi,), (tangent,))
-        return out
+        # jvp returns (primal_out, tangent_out) without has_aux; mypy sees a 2-or-3 tuple.
+        result = torch.func.jvp(lambda p: self.force(p, u), (phi,), (tangent,))
+        tangent_out: torch.Tensor = result[1]
+        return tangent_out
 
     def jacobian_diagonal(self, phi: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
         """Diagonal of ``df/dphi`` (needed by e-prop); subclasses provide it analytically."""
         raise NotImplementedError(
             f"{type(self).__name__} has no analytic diagonal Jacobian block; EProp needs "
+            "jacobian_diagonal(phi, u) and force_param_local(phi, u)"
+        )
+
+    def force_param_local(
+        self, phi: torch.Tensor, u: torch.Tensor
+    ) -> dict[str, tuple[torch.Tensor, torch.Tensor | None]]:
+        """Per-neuron immediate force derivatives ``(post, pre)`` per parameter (e-prop)."""
+        raise NotImplementedError(
+            f"{type(self).__name__} has no analytic per-neuron force derivatives; EProp needs "
             "jacobian_diagonal(phi, u) and force_param_local(phi, u)"
         )
 
@@ -364,6 +375,8 @@ class RateEchoCell(ForceCell):
         init_scale: Scale of the initial recurrent weights.
         generator: Optional ``torch.Generator`` for the initialisation.
     """
+
+    alpha: torch.Tensor  # registered buffer (fixed unit restoring force)
 
     def __init__(
         self,

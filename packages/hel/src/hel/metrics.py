@@ -9,6 +9,7 @@ import torch
 
 from hel._estimator import GradientEstimator
 from hel.baselines import BPTT
+from hel.models import EchoRNN
 
 __all__ = ["compare_estimators", "grad_cosine", "grad_relative_error"]
 
@@ -46,7 +47,7 @@ def _cell_grads(est: GradientEstimator, x: torch.Tensor, y: torch.Tensor) -> lis
 
 
 def compare_estimators(
-    model: torch.nn.Module,
+    model: EchoRNN,
     batch: tuple[torch.Tensor, torch.Tensor],
     loss_fn: Any,
     estimators: Mapping[str, GradientEstimator],

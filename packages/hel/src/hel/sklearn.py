@@ -52,7 +52,7 @@ def _positive(name: str, value: object, integer: bool) -> None:
         if integer
         else (isinstance(value, int | float | np.number) and not isinstance(value, bool))
     )
-    if not ok_type:
+    if not ok_type or not isinstance(value, int | float | np.number):  # the second narrows
         raise TypeError(f"{name} must be {kind}, got {value!r} ({type(value).__name__})")
     if not (math.isfinite(float(value)) and float(value) > 0):
         raise ValueError(f"{name} must be {kind}, got {value!r}")
@@ -152,9 +152,11 @@ class _EchoRNNBase(BaseEstimator):
         cell_cls = RateEchoCell if self.estimator == "el" else HopfieldOscillatorCell
         cell = cell_cls(x.shape[2], self.hidden_size, dt=self.dt, generator=gen)
         model = EchoRNN(cell, out).to(self.device)
+        head = model.head
+        assert isinstance(head, torch.nn.Linear), "EchoRNN's default head"
         with torch.no_grad():  # deterministic head init from the same generator
-            model.head.weight.uniform_(-1, 1, generator=gen).mul_(self.hidden_size**-0.5)
-            model.head.bias.zero_()
+            head.weight.uniform_(-1, 1, generator=gen).mul_(self.hidden_size**-0.5)
+            head.bias.zero_()
         est = _make_estimator(self.estimator, model, loss, x.shape[1])
         opt = torch.optim.Adam(model.parameters(), lr=self.lr)
         n = x.shape[0]

@@ -85,6 +85,9 @@ def test_prune_equals_restrict():
     p = prune_experts(m, subs)
     torch.testing.assert_close(p(x)["logits"], ref, rtol=1e-5, atol=1e-5)
     assert sum(q.numel() for q in p.parameters()) < sum(q.numel() for q in m.parameters())
+    same = prune_experts(m, [torch.tensor([1, 4, 6]), torch.tensor([0, 2, 5])])
+    assert (same.cfg.num_experts, same.cfg.pool_max, same.cfg.pool_eval) == (3, 3, 3)
+    assert m.cfg.num_experts == 8  # the original's config is untouched
 
 
 def test_select_subset_sorted_unique_deterministic():

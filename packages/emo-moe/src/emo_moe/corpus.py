@@ -83,7 +83,9 @@ def _stdlib_files() -> tuple[Path, ...]:
 
 
 def _chunk_lines(text: str, limit: int = _MAX_DOC) -> list[str]:
-    docs, cur, size = [], [], 0
+    docs: list[str] = []
+    cur: list[str] = []
+    size = 0
     for line in text.splitlines(keepends=True):
         n = len(line.encode("utf-8"))
         if n > limit:  # a single huge line: cut it

@@ -135,13 +135,13 @@ def modularity_nmi(
     from sklearn.metrics import normalized_mutual_info_score
 
     usage = np.asarray(usage, dtype=np.float64)
-    labels = np.asarray(labels)
-    if usage.ndim != 2 or usage.shape[0] != labels.shape[0]:
-        raise ValueError(f"usage {usage.shape} and labels {labels.shape} do not match")
+    lab = np.asarray(labels)
+    if usage.ndim != 2 or usage.shape[0] != lab.shape[0]:
+        raise ValueError(f"usage {usage.shape} and labels {lab.shape} do not match")
     if not np.isfinite(usage).all():
         raise ValueError(f"usage holds {int((~np.isfinite(usage)).sum())} NaN/inf value(s)")
-    k = len(np.unique(labels)) if k is None else k
+    k = len(np.unique(lab)) if k is None else k
     if usage.shape[0] < k:
         raise ValueError(f"need at least k={k} documents, got {usage.shape[0]}")
     pred = KMeans(n_clusters=k, n_init=10, random_state=random_state).fit_predict(usage)
-    return float(normalized_mutual_info_score(labels, pred))
+    return float(normalized_mutual_info_score(lab, pred))

@@ -128,6 +128,7 @@ class _Block(nn.Module):
         self.attn = _Attention(cfg.d_model, cfg.n_heads)
         self.ln2 = nn.LayerNorm(cfg.d_model)
         args = (cfg.d_model, cfg.num_experts, cfg.top_k, cfg.num_shared, cfg.norm_topk_prob)
+        router: TopKRouter
         if cfg.router == "emo":
             router = DocumentPoolRouter(
                 *args,
@@ -184,7 +185,7 @@ class TinyMoELM(nn.Module):
 
     def moe_layers(self) -> list[MoEFeedForward]:
         """The MoE layer of every block, in depth order."""
-        return [b.moe for b in self.blocks]
+        return [b.moe for b in self.blocks if isinstance(b, _Block)]  # all are (built so)
 
     def forward(
         self,

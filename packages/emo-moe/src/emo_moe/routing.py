@@ -194,6 +194,7 @@ class DocumentPoolRouter(TopKRouter):
         if not self.pooled():
             return self.select(logits)
         doc_ids = self._doc_ids(h, doc_ids, input_ids)
+        sizes: torch.Tensor | int
         if self.training:
             n_docs = document_index(doc_ids)[1]
             sizes = sample_pool_sizes(

@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from emo_moe.layers import MoEFeedForward
+from emo_moe.model import TinyMoELM
 from methodkit import progress as show_progress
 
 __all__ = [
@@ -226,6 +227,7 @@ def select_expert_subset(
         if not 0.0 < float(fraction) <= 1.0:
             raise ValueError(f"fraction must be in (0, 1], got {fraction}")
         m = max(1, round(float(fraction) * E))
+    assert m is not None  # given, or computed from fraction (exactly one is set, checked above)
     low = top_k if top_k is not None else 1
     if not low <= m <= E:
         raise ValueError(f"subset size m={m} must be in [{low}, {E}] (top_k={top_k})")
@@ -277,7 +279,7 @@ def prune_experts(model: nn.Module, subsets: Sequence) -> nn.Module:
             if hasattr(r, name):
                 setattr(r, name, min(getattr(r, name), len(s)))
         lay.experts = nn.ModuleList(lay.experts[int(i)] for i in s)
-    if dataclasses.is_dataclass(getattr(new, "cfg", None)):
+    if isinstance(new, TinyMoELM):  # keep its config in step with the pruned layers
         k = len(subs[0])
         c = new.cfg
         new.cfg = dataclasses.replace(
@@ -319,11 +321,29 @@ def _hf_moe_blocks(model: nn.Module) -> list[tuple[nn.Module, nn.Module]]:
     return blocks
 
 
+def _gate_weight(gate: nn.Module) -> torch.Tensor:
+    """The ``(E, d)`` router weight of a gate module."""
+    w = getattr(gate, "weight", None)
+    if not isinstance(w, torch.Tensor):
+        raise TypeError(f"{type(gate).__name__}.weight must be a tensor, got {type(w).__name__}")
+    return w
+
+
+def _block_experts(block: nn.Module) -> nn.Module:
+    """The ``experts`` module of a sparse MoE block (a ModuleList or a fused module)."""
+    experts = getattr(block, "experts", None)
+    if not isinstance(experts, nn.Module):
+        raise TypeError(
+            f"{type(block).__name__}.experts must be a module, got {type(experts).__name__}"
+        )
+    return experts
+
+
 def _gate_logits(gate: nn.Module, h: torch.Tensor) -> torch.Tensor:
     h = h.reshape(-1, h.shape[-1])
     if isinstance(gate, nn.Linear):
         return gate(h)
-    return torch.nn.functional.linear(h, gate.weight, getattr(gate, "bias", None))
+    return torch.nn.functional.linear(h, _gate_weight(gate), getattr(gate, "bias", None))
 
 
 @torch.no_grad()
@@ -355,7 +375,7 @@ def _restricted_gate_output(
         return logits.view(output.shape)
     # transformers >= 5 top-k routers return (logits, top-k weights, top-k indices)
     probs = torch.softmax(logits.float(), dim=-1)
-    top, idx = torch.topk(probs, gate.top_k, dim=-1)
+    top, idx = torch.topk(probs, int(getattr(gate, "top_k", 1)), dim=-1)
     if getattr(gate, "norm_topk_prob", True):
         top = top / top.sum(dim=-1, keepdim=True)
     return logits, top.to(logits.dtype), idx
@@ -373,10 +393,8 @@ def restrict_hf_experts(model: nn.Module, subsets: Sequence) -> Iterator[nn.Modu
         ValueError: Bad subsets (see :func:`restrict_experts`).
     """
     gates = _hf_gates(model)
-    E = gates[0].weight.shape[0]
-    top_k = getattr(gates[0], "top_k", None) or getattr(
-        getattr(model, "config", None), "num_experts_per_tok", 1
-    )
+    E = _gate_weight(gates[0]).shape[0]
+    top_k, _ = _hf_top_k(model, gates[0])
     subs = _check_subsets(subsets, len(gates), E, top_k)
     hooks = []
     for g, s in zip(gates, subs, strict=True):
@@ -397,7 +415,7 @@ def restrict_hf_experts(model: nn.Module, subsets: Sequence) -> Iterator[nn.Modu
 def _hf_top_k(model: nn.Module, gate: nn.Module) -> tuple[int, bool]:
     """Routed experts per token and whether their weights are renormalised."""
     cfg = getattr(model, "config", None)
-    k = getattr(gate, "top_k", None) or getattr(cfg, "num_experts_per_tok", 1)
+    k = getattr(gate, "top_k", None) or getattr(cfg, "num_experts_per_tok", None) or 1
     norm = getattr(gate, "norm_topk_prob", getattr(cfg, "norm_topk_prob", False))
     return int(k), bool(norm)
 
@@ -427,7 +445,7 @@ def _hf_score(
     s = torch.zeros(probs.shape[1], dtype=torch.float64)
     for e in idx.unique().tolist():
         tok, slot = torch.nonzero(idx == e, as_tuple=True)
-        norms = _hf_expert_output(block.experts, e, x[tok]).double().norm(dim=-1)
+        norms = _hf_expert_output(_block_experts(block), e, x[tok]).double().norm(dim=-1)
         s[e] = (w[tok, slot] * norms * w_tok[tok]).sum()
     return s
 
@@ -441,7 +459,7 @@ def _hf_layer_scores(
     which: int | None,
     progress: bool | None,
 ) -> torch.Tensor:
-    scores = torch.zeros(len(blocks), blocks[0][1].weight.shape[0], dtype=torch.float64)
+    scores = torch.zeros(len(blocks), _gate_weight(blocks[0][1]).shape[0], dtype=torch.float64)
     captured: dict[int, tuple] = {}
     hooks = [
         block.register_forward_hook(
@@ -484,7 +502,7 @@ def _hf_importance(
     try:
         if not greedy_layerwise:
             return _hf_layer_scores(model, blocks, batches, method, None, progress).float()
-        E = blocks[0][1].weight.shape[0]
+        E = _gate_weight(blocks[0][1]).shape[0]
         k, _ = _hf_top_k(model, blocks[0][1])
         scores = torch.zeros(len(blocks), E)
         chosen: list[torch.Tensor] = []

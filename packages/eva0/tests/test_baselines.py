@@ -89,6 +89,15 @@ def test_foa_calls_popsize_plus_one(monkeypatch):
     assert foa.forward_passes == 2 * (foa.popsize + 1)
 
 
+def test_prompted_vit_needs_a_vit_like_model():
+    with pytest.raises(TypeError, match="needs a timm VisionTransformer-like model"):
+        PromptedViT(torch.nn.Linear(4, 2), 0)
+    m = _vit()
+    m.blocks = torch.nn.Linear(4, 4)  # not a sequence of blocks
+    with pytest.raises(TypeError, match="needs a timm VisionTransformer-like model"):
+        PromptedViT(m, 0)
+
+
 def test_prompted_vit_without_prompts_matches_model():
     m = _vit()
     x = _x()

@@ -189,7 +189,9 @@ def test_max_step_clips(make_mlp):
     ("kw", "match"),
     [
         ({"eps": 0.0}, "eps must be > 0"),
+        ({"eps": None}, "eps must be > 0, got None"),
         ({"lr": -1.0}, "lr must be >= 0"),
+        ({"lr": None}, "lr must be >= 0, got None"),
         ({"anchor_weight": 1.0}, r"anchor_weight must be in \[0, 1\)"),
         ({"anchor": "x"}, "anchor must be"),
         ({"noise": "x"}, "noise must be"),

@@ -185,11 +185,11 @@ class EVA0(nn.Module):
         self.names = [n for n, _ in self.named_params]
         self.profile = profile_of(model, self.names)
         chosen = resolve(self.profile, eps=eps, lr=lr, max_step=max_step)
-        eps, lr, max_step = chosen["eps"], chosen["lr"], chosen["max_step"]
-        if not eps > 0:
-            raise ValueError(f"eps must be > 0, got {eps}")
-        if not lr >= 0:
-            raise ValueError(f"lr must be >= 0, got {lr}")
+        eps_v, lr_v, max_step_v = chosen["eps"], chosen["lr"], chosen["max_step"]
+        if eps_v is None or not eps_v > 0:
+            raise ValueError(f"eps must be > 0, got {eps_v}")
+        if lr_v is None or not lr_v >= 0:
+            raise ValueError(f"lr must be >= 0, got {lr_v}")
         if not 0 <= anchor_weight < 1:
             raise ValueError(f"anchor_weight must be in [0, 1), got {anchor_weight}")
         if not 0 < anchor_momentum <= 1:
@@ -209,16 +209,16 @@ class EVA0(nn.Module):
             raise TypeError(f"loss must be a string or a callable, got {type(loss).__name__}")
         if tau is not None and not tau > 0:
             raise ValueError(f"tau must be > 0, got {tau}")
-        if max_step is not None and not max_step > 0:
-            raise ValueError(f"max_step must be > 0, got {max_step}")
+        if max_step_v is not None and not max_step_v > 0:
+            raise ValueError(f"max_step must be > 0, got {max_step_v}")
         self.guard = None if guard is None else CollapseGuard(guard)
         zo.derive_seed(seed)  # validates the seed (int >= 0)
         self.model = model
-        self.eps, self.lr = float(eps), float(lr)
+        self.eps, self.lr = eps_v, lr_v
         self.anchor, self.anchor_weight = anchor, float(anchor_weight)
         self.anchor_momentum = float(anchor_momentum)
         self.noise, self.loss, self.weighting = noise, loss, weighting
-        self.max_step, self.seed = max_step, seed
+        self.max_step, self.seed = max_step_v, seed
         self._tau_given = tau
         self.tau: float | None = tau
         self.source = [p.detach().clone() for _, p in self.named_params]

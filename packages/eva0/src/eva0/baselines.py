@@ -278,7 +278,8 @@ class FOA(nn.Module):
     ) -> tuple[torch.Tensor, list[torch.Tensor]]:
         vit = self.prompted.vit
         cap: dict[str, torch.Tensor] = {}
-        handle = vit.head.register_forward_pre_hook(lambda m, a: cap.__setitem__("h", a[0]))
+        head = vit.get_submodule("head")
+        handle = head.register_forward_pre_hook(lambda m, a: cap.__setitem__("h", a[0]))
         try:
             logits, feats = self.prompted(x, prompts, shift)
         finally:
@@ -290,7 +291,8 @@ class FOA(nn.Module):
         """Restart CMA-ES from the initial prompts and clear the shift statistics."""
         gen = generator(self.seed)
         D = self.prompted.embed_dim
-        val = math.sqrt(6.0 / (3 * self.prompted.vit.patch_embed.proj.weight[0].numel() + D))
+        proj = self.prompted.vit.get_parameter("patch_embed.proj.weight")
+        val = math.sqrt(6.0 / (3 * proj[0].numel() + D))
         x0 = (torch.rand(self.dim, generator=gen, dtype=torch.float64) * 2 - 1) * val
         if self.backend == "cma":
             import cma

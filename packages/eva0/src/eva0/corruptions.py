@@ -27,6 +27,7 @@ rescaled levels are much milder than ImageNet-C's. Level-5 source accuracies mea
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -95,8 +96,9 @@ def _pixelate(x: Array, side: int, g: np.random.Generator) -> Array:
     H, W = x.shape[1:]
     ri = np.arange(H) * side // H  # block index of each row / column
     ci = np.arange(W) * side // W
-    sums = np.zeros((x.shape[0], side, side))
-    np.add.at(sums, (slice(None), ri[:, None], ci[None, :]), x)
+    sums = np.zeros((side, side, x.shape[0]))  # images last: the index is (rows, columns)
+    np.add.at(sums, (ri[:, None], ci[None, :]), x.transpose(1, 2, 0))
+    sums = sums.transpose(2, 0, 1)
     counts = np.zeros((side, side))
     np.add.at(counts, (ri[:, None], ci[None, :]), 1.0)
     return (sums / counts)[:, ri[:, None], ci[None, :]]
@@ -115,7 +117,8 @@ def _elastic(x: Array, params: tuple[float, float], g: np.random.Generator) -> A
     return out
 
 
-_FNS: dict[str, Callable[[Array, object, np.random.Generator], Array]] = {
+# the parameter's type is the corruption's own (a float, an int or a pair: see SEVERITIES)
+_FNS: dict[str, Callable[[Array, Any, np.random.Generator], Array]] = {
     "gaussian_noise": _gaussian_noise,
     "shot_noise": _shot_noise,
     "impulse_noise": _impulse_noise,

@@ -172,7 +172,10 @@ def timm_vit(
 
 
 def _is_vit(vit: nn.Module) -> bool:
-    return all(hasattr(vit, a) for a in ("patch_embed", "_pos_embed", "blocks", "norm", "head"))
+    names = ("patch_embed", "norm", "head")
+    parts = all(isinstance(getattr(vit, a, None), nn.Module) for a in names)
+    blocks = isinstance(getattr(vit, "blocks", None), nn.Sequential | nn.ModuleList)
+    return parts and blocks and callable(getattr(vit, "_pos_embed", None))
 
 
 class PromptedViT(nn.Module):
@@ -202,7 +205,7 @@ class PromptedViT(nn.Module):
             raise ValueError(f"n_prompts must be >= 0, got {n_prompts}")
         self.vit = vit
         self.n_prompts = n_prompts
-        self.embed_dim = int(vit.pos_embed.shape[-1])
+        self.embed_dim = int(vit.get_parameter("pos_embed").shape[-1])
 
     def forward(
         self,
@@ -212,7 +215,11 @@ class PromptedViT(nn.Module):
     ) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """Logits and per-block class features (see the class docstring)."""
         vit = self.vit
-        h = vit._pos_embed(vit.patch_embed(x))
+        pos_embed = getattr(vit, "_pos_embed", None)  # a method (class token + positions)
+        blocks = vit.get_submodule("blocks")
+        if not callable(pos_embed) or not isinstance(blocks, nn.Sequential | nn.ModuleList):
+            raise TypeError(f"{type(vit).__name__} lost its _pos_embed or blocks after __init__")
+        h = pos_embed(vit.get_submodule("patch_embed")(x))
         if prompts is not None and prompts.numel():
             p = prompts.reshape(1, -1, self.embed_dim).expand(h.shape[0], -1, -1).to(h.dtype)
             h = torch.cat([h[:, :1], p, h[:, 1:]], dim=1)
@@ -220,12 +227,12 @@ class PromptedViT(nn.Module):
             if hasattr(vit, extra):
                 h = getattr(vit, extra)(h)
         feats = []
-        for blk in vit.blocks:
+        for blk in blocks:
             h = blk(h)
             feats.append(h[:, 0])
-        cls = vit.norm(h)[:, 0]
+        cls = vit.get_submodule("norm")(h)[:, 0]
         if hasattr(vit, "fc_norm"):
-            cls = vit.fc_norm(cls)
+            cls = vit.get_submodule("fc_norm")(cls)
         if shift is not None:
             cls = cls + shift
-        return vit.head(cls), feats
+        return vit.get_submodule("head")(cls), feats

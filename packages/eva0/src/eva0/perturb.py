@@ -124,14 +124,15 @@ class PerSampleNorm:
                     y = _normalise(_m, x)
                     w = _v.get("weight")
                     b = _v.get("bias")
+                    mw, mb = _m.weight, _m.bias  # a Parameter or None (no affine)
                     if w is not None:
                         y = y * _affine_view(_m, w, x)
-                    elif _m.weight is not None:
-                        y = y * _affine_view(_m, _m.weight.unsqueeze(0), x)
+                    elif isinstance(mw, torch.Tensor):
+                        y = y * _affine_view(_m, mw.unsqueeze(0), x)
                     if b is not None:
                         y = y + _affine_view(_m, b, x)
-                    elif _m.bias is not None:
-                        y = y + _affine_view(_m, _m.bias.unsqueeze(0), x)
+                    elif isinstance(mb, torch.Tensor):
+                        y = y + _affine_view(_m, mb.unsqueeze(0), x)
                     return y
 
                 mod.forward = fwd  # instance attribute shadows the class method

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sized
 from typing import Any
 
 import torch
@@ -46,7 +46,7 @@ def adapt_stream(
     correct, n, per_batch = 0, 0, []
     start_calls = _calls(method)
     t0 = time.perf_counter()
-    total = len(loader) if hasattr(loader, "__len__") else None
+    total = len(loader) if isinstance(loader, Sized) else None
     for x, y in show_progress(loader, enabled=progress, desc="adapt stream", total=total):
         if device is not None:
             x, y = x.to(device), y.to(device)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import room
 import torch
 from torch.nn import functional as nnf
 
@@ -131,12 +132,19 @@ def calibration_seed(
     y = np.r_[np.zeros(len(data["normal"].labels)), np.ones(len(data["subtle"].labels))]
     g_plain = adapter.encode_image(data["normal"].images)
     van = bl.Vanilla(adapter)
-    out = {"vanilla": evaluate(van, ZeroShotDetector(van, pos, neg), data, y, None, g_plain)}
+    van_det = ZeroShotDetector(van, pos, neg)
+    out = {"vanilla": evaluate(van, van_det, data, y, None, g_plain)}
     for layer in layers:
         bank = EasyBank.build(
             adapter, data["bank_normal"].images, data["bank_lesion"].images, layer=layer, seed=seed
         )
         out[f"residual_layer{layer}"] = residual_stats(adapter, bank, data["subtle"])
+        sham = oracle_masks(data, seed, sham=True)
+        out[f"residual_layer{layer}"]["residual_known_location_auroc"] = room.residual_auroc(
+            adapter, bank, data, sham
+        )
+        if layer == layers[0]:  # why the label-independent oracle has (no) room
+            out["diagnosis"] = room.diagnose(model, adapter, bank, data, sham, seed, van_det)
         for inject in ("layer", "pool"):
             for sham in (False, True):
                 if inject == "pool" and not sham:

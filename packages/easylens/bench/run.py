@@ -102,7 +102,8 @@ def calibration(args: argparse.Namespace) -> Outcome:
     vals = dose.collect(per_seed)
     config = {**_config(world, train_s), "alphas": list(dose.ALPHAS)}
     config["dose_response"] = dose.table(vals, "oracle")
-    keep = lambda m: m == "vanilla" or m.startswith("residual") or m.endswith("@alpha=4")  # noqa: E731
+    kept = ("vanilla", "residual", "diagnosis")
+    keep = lambda m: m.startswith(kept) or m.endswith("@alpha=4")  # noqa: E731
     return Outcome(
         config,
         _rows(vals, keep),

@@ -318,6 +318,11 @@ def calibration_claims(vals: dict, check: Callable, best_gain: Callable) -> list
         )
     ]
     c_gain, c_where = max(controls, key=lambda t: t[0] if t[0] == t[0] else -np.inf)
+    p_cls, p_both = (
+        _mean(vals, "diagnosis", "probe_cls"),
+        _mean(vals, "diagnosis", "probe_cls_plus_tokens"),
+    )
+    p_pix, room = _mean(vals, "diagnosis", "pixel_highpass_lung_max"), p_both - p_cls
     return [
         check(
             "(a) the frozen encoder dilutes subtle cues: Vanilla obvious - subtle AUROC >= 0.10",
@@ -337,6 +342,14 @@ def calibration_claims(vals: dict, check: Callable, best_gain: Callable) -> list
             c_gain >= 0.10,
             f"best {c_where}: {c_gain:+.3f}",
             inputs=[c_gain],
+        ),
+        check(
+            "(b, why) room for any label-independent re-weighting of the true lesion patches: "
+            "the encoder's output tokens there add >= 0.10 to a linear probe on the embedding",
+            room >= 0.10,
+            f"probe(g) {p_cls:.3f}, probe(g + lesion-location tokens) {p_both:.3f} "
+            f"({room:+.3f}); the pixels hold more (high-pass max in the lungs {p_pix:.3f})",
+            inputs=[p_cls, p_both],
         ),
     ]
 

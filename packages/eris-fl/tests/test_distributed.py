@@ -65,6 +65,29 @@ def test_launch_local_argument_errors():
         launch_local(WORLD, dist_model, dist_data, ERISConfig(num_aggregators=4), 1)
     with pytest.raises(ValueError, match="comm must be one of"):
         launch_local(WORLD, dist_model, dist_data, ERISConfig(num_aggregators=1), 1, comm="mpi")
+    with pytest.raises(ValueError, match="start_method must be 'fork', 'spawn' or 'forkserver'"):
+        launch_local(
+            WORLD, dist_model, dist_data, ERISConfig(num_aggregators=1), 1, start_method="thread"
+        )
+
+
+@pytest.mark.parametrize("shell", [False, True])
+def test_wait_for_port_names_the_program_that_exited(shell):
+    """A command given as one string is named whole (it used to be its first character)."""
+    import re
+    import subprocess
+    import sys
+
+    from eris_fl.distributed import free_port
+    from eris_fl.flower_local import wait_for_port
+
+    args = [sys.executable, "-c", "raise SystemExit(3)"]
+    cmd = subprocess.list2cmdline(args) if shell else args
+    proc = subprocess.Popen(cmd, shell=shell)
+    proc.wait()
+    name = cmd if shell else sys.executable
+    with pytest.raises(RuntimeError, match=re.escape(f"{name} exited with code 3")):
+        wait_for_port(free_port(), 5.0, proc)
 
 
 def test_torchrun_entry_point_single_process(tmp_path, monkeypatch):

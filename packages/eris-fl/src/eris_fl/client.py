@@ -62,9 +62,9 @@ def loader_size(loader: torch.utils.data.DataLoader) -> int:
         return len(loader.dataset)
     batches = loader.batch_sampler
     if batches is None:  # batch_size=None: the sampler yields one example at a time
-        return len(loader.sampler)  # type: ignore[arg-type]
+        return len(loader.sampler)  # type: ignore[arg-type]  # torch's Sampler stub has no __len__
     if type(batches) is BatchSampler:
-        n = len(batches.sampler)  # type: ignore[arg-type]
+        n = len(batches.sampler)  # type: ignore[arg-type]  # torch's Sampler stub has no __len__
         return (n // batches.batch_size) * batches.batch_size if batches.drop_last else n
     return sum(len(batch) for batch in batches)
 

@@ -36,7 +36,7 @@ import time
 import tomllib
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 from torch import nn
@@ -48,6 +48,9 @@ from eris_fl.config import ERISConfig
 from eris_fl.faults import RankFailureError, RankOutcome, describe_failure, describe_timeout
 from eris_fl.gloo import COMM_MODES, DatasetFn, ModelFn, run_worker
 from eris_fl.simulation import History
+
+if TYPE_CHECKING:
+    from multiprocessing.context import ForkContext, ForkServerContext, SpawnContext
 
 __all__ = ["config_from_toml", "free_port", "launch_local", "main", "run_worker"]
 
@@ -138,6 +141,17 @@ def _outcome(out_dir: Path, rank: int, exitcode: int | None) -> RankOutcome:
     )
 
 
+def _mp_context(start_method: str) -> SpawnContext | ForkContext | ForkServerContext:
+    """The multiprocessing context of a (validated) start method."""
+    import torch.multiprocessing as mp
+
+    if start_method == "spawn":
+        return mp.get_context("spawn")
+    if start_method == "forkserver":
+        return mp.get_context("forkserver")
+    return mp.get_context("fork")
+
+
 def launch_local(
     world_size: int,
     model_fn: ModelFn,
@@ -148,7 +162,7 @@ def launch_local(
     comm: str = "p2p",
     port: int = 0,
     timeout_s: float = 120.0,
-    start_method: str = "fork",
+    start_method: Literal["fork", "spawn", "forkserver"] = "fork",
     threads: int = 1,
     eval_fn: EvalFn | None = None,
     return_history: bool = False,
@@ -183,8 +197,6 @@ def launch_local(
         RuntimeError: Ranks disagree on the final state.
         TimeoutError: The run exceeded ``timeout_s``.
     """
-    import torch.multiprocessing as mp
-
     if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
         raise ValueError(f"world_size must be an int >= 1, got {world_size!r}")
     if comm not in COMM_MODES:
@@ -195,10 +207,14 @@ def launch_local(
             f"num_aggregators={config.num_aggregators} must be <= the participating clients "
             f"(world_size={world_size}, clients_per_round={config.clients_per_round})"
         )
+    if start_method not in ("fork", "spawn", "forkserver"):
+        raise ValueError(
+            f"start_method must be 'fork', 'spawn' or 'forkserver', got {start_method!r}"
+        )
     port = _check_port(port)
     if start_method == "fork":
         _prewarm()
-    ctx = mp.get_context(start_method)
+    ctx = _mp_context(start_method)
     with tempfile.TemporaryDirectory(prefix="eris_fl_") as tmp:
         out_dir = Path(tmp)
         args = (world_size, port, tmp, model_fn, dataset_fn, config, rounds, trainer, comm)

@@ -28,7 +28,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -50,6 +50,9 @@ from eris_fl.params import assign, flatten
 from eris_fl.partition import ShardPartitioner
 from eris_fl.sealing import KeyPair, open_shard, seal_shard, shard_label
 from eris_fl.simulation import History
+
+if TYPE_CHECKING:
+    from flwr.app.typing import ConfigRecordValues
 
 logger = logging.getLogger(__name__)
 
@@ -311,7 +314,7 @@ class FlowerERIS:
         c = client_message(u, cfg.compressor, shift, cfg.seed, plan, k)
         if shift is not None:
             context.state["eris_shift"] = _arrays(h=shift.shift)
-        sealed = {
+        sealed: dict[str, ConfigRecordValues] = {
             f"shard{a}": seal_shard(c[idx], pair.private, bytes(key), shard_label(t, k, j, a))
             for a, (j, idx, key) in enumerate(zip(aggs, plan.shards, roles["keys"], strict=True))
         }

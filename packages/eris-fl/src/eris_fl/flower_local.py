@@ -68,7 +68,9 @@ def wait_for_port(port: int, timeout_s: float, proc: subprocess.Popen[Any] | Non
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"{proc.args[0]} exited with code {proc.returncode}")
+            cmd = proc.args  # a sequence of arguments, or one command string
+            prog = cmd if isinstance(cmd, str | bytes | os.PathLike) else cmd[0]
+            raise RuntimeError(f"{os.fsdecode(prog)} exited with code {proc.returncode}")
         with socket.socket() as sock:
             if sock.connect_ex((HOST, port)) == 0:
                 return

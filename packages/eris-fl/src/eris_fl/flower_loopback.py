@@ -32,7 +32,7 @@ def loopback_grid(client_app: Any, num_nodes: int) -> Any:
     """A Flower ``Grid`` whose nodes ``0..num_nodes-1`` run ``client_app`` in this process."""
     from flwr.app import Context, Error, Message, RecordDict
 
-    class LoopbackGrid(_grid_base()):  # type: ignore[misc]
+    class LoopbackGrid(_grid_base()):  # type: ignore[misc]  # flwr's Grid, imported on demand
         """Routes ServerApp messages to in-process ClientApps; records all traffic."""
 
         def __init__(self) -> None:
@@ -130,4 +130,6 @@ def run_loopback(
     )
     with _server_identity():
         eris.server_app()(grid, context)
+    if eris.history is None:  # run_server sets it when the ServerApp runs to its end
+        raise RuntimeError("the ServerApp returned without a History")
     return eris.history, grid

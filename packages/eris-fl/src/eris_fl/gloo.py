@@ -46,6 +46,13 @@ DatasetFn = Callable[[int], Any]
 RoundHook = Callable[[int, int, str], None]
 
 
+def _posted(work: dist.Work | None) -> dist.Work:
+    """A point-to-point request; torch returns None only to a rank outside the group."""
+    if work is None:
+        raise RuntimeError("this rank is not in the default process group")
+    return work
+
+
 def exchange_shard(
     comm: str,
     rank: int,
@@ -67,16 +74,17 @@ def exchange_shard(
         return buf if s_seg is None else s_seg + buf
     reqs = []
     if c is not None and rank != agg_rank:
-        reqs.append(dist.isend(c[idx].contiguous(), dst=agg_rank))
+        reqs.append(_posted(dist.isend(c[idx].contiguous(), dst=agg_rank)))
     v = None
     if rank == agg_rank:
         shards, pending = [], []
         for k in clients:
             if k == rank:
-                shards.append(c[idx])  # type: ignore[index]
+                assert c is not None  # a participating client always has its message
+                shards.append(c[idx])
             else:
                 buf = torch.empty(idx.numel(), dtype=dtype)
-                pending.append(dist.irecv(buf, src=k))
+                pending.append(_posted(dist.irecv(buf, src=k)))
                 shards.append(buf)
         for req in pending:
             req.wait()

@@ -26,7 +26,9 @@ def state_tensors(
     """
     if not isinstance(module, nn.Module):
         raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
-    tensors = [p for p in module.parameters() if p.requires_grad or not trainable_only]
+    tensors: list[torch.Tensor] = [
+        p for p in module.parameters() if p.requires_grad or not trainable_only
+    ]
     if include_buffers:
         tensors += [b for b in module.buffers() if torch.is_floating_point(b)]
     return tensors

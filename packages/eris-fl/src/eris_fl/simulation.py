@@ -127,9 +127,9 @@ class ERISSimulator:
         self.public_shift: ShiftState | None = None
         if config.compressor is not None:
             alpha = resolve_alpha(config.shift_alpha, config.compressor, self.d)
-            kw = {"dtype": self.x.dtype, "device": self.x.device}
-            self.client_shifts = [ShiftState(self.d, alpha, **kw) for _ in range(K)]
-            self.public_shift = ShiftState(self.d, alpha, **kw)
+            dt, dev = self.x.dtype, self.x.device
+            self.client_shifts = [ShiftState(self.d, alpha, dtype=dt, device=dev) for _ in range(K)]
+            self.public_shift = ShiftState(self.d, alpha, dtype=dt, device=dev)
 
     def step(
         self, trainer: LocalTrainer | UpdateFn | None = None, tap: Observer | None = None

@@ -83,6 +83,10 @@ class EPFlow(nn.Module):
     """
 
     exact_marginals = True  # samples meet the formula's column sums (checked by ODM)
+    # registered buffers (saved with the state dict, follow .to())
+    s_z: Tensor
+    l_mean: Tensor
+    l_std: Tensor
 
     def __init__(
         self, config: EPFlowConfig | None = None, network: nn.Module | None = None

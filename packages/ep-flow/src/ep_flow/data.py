@@ -202,7 +202,7 @@ def _sample(p: Prototype, kind: str, rng: np.random.Generator) -> ODM:
     info["elements"] = tuple(symbols)
     info["orbits"] = [p.wyckoff[o] for o in orbit]
     odm = ODM(P, species, frac.copy(), Lattice(matrix * a))
-    odm.info = info  # type: ignore[attr-defined]
+    odm.info = info
     return odm
 
 
@@ -228,7 +228,7 @@ def make_disordered_dataset(n: int, seed: int = 0) -> list[ODM]:
 
 
 def _pairs(odm: ODM) -> set[tuple[str, str]]:
-    return set(itertools.combinations(sorted(odm.info["elements"]), 2))  # type: ignore[attr-defined]
+    return set(itertools.combinations(sorted(odm.info["elements"]), 2))
 
 
 def make_splits(
@@ -255,9 +255,9 @@ def make_splits(
         s = _draw(rng)
         if bool(_pairs(s) & held) != novel:
             continue
-        s.info["novel_pair"] = novel  # type: ignore[attr-defined]
+        s.info["novel_pair"] = novel
         test.append(s)
-        if s.info["prototype"] == "spinel" and len(test) < n_test:  # type: ignore[attr-defined]
+        if s.info["prototype"] == "spinel" and len(test) < n_test:
             test.append(_other_inversion(s, rng))
     seen = set().union(*(_pairs(s) for s in train))
     meta = {
@@ -269,12 +269,11 @@ def make_splits(
 
 def _other_inversion(s: ODM, rng: np.random.Generator) -> ODM:
     """The same spinel formula with a different inversion degree (same lattice draw rule)."""
-    x_old = s.info["inversion"]  # type: ignore[attr-defined]
+    x_old = s.info["inversion"]
     x = float(rng.choice([v for v in INVERSION if v != x_old]))
     a_el, b_el = (e for e in _spinel_ab(s))
-    occ = [{a_el: 1 - x, b_el: x}, {a_el: x / 2, b_el: 1 - x / 2}, None]
-    x_el = next(e for e in s.info["elements"] if e in ANIONS)  # type: ignore[attr-defined]
-    occ[2] = {x_el: 1.0}
+    x_el = next(e for e in s.info["elements"] if e in ANIONS)
+    occ = [{a_el: 1 - x, b_el: x}, {a_el: x / 2, b_el: 1 - x / 2}, {x_el: 1.0}]
     occ = [{k: v for k, v in d.items() if v > 0} for d in occ]
     p = PROTOTYPES["spinel"]
     matrix, frac, orbit = _template("spinel")
@@ -282,22 +281,22 @@ def _other_inversion(s: ODM, rng: np.random.Generator) -> ODM:
     symbols = [e.symbol for e in s.species if e is not None]
     P = np.array([[occ[o].get(e, 0.0) for e in symbols] for o in orbit])
     out = ODM(P, list(s.species), frac.copy(), Lattice(matrix * a))
-    out.info = {**s.info, "inversion": x}  # type: ignore[attr-defined]
+    out.info = {**s.info, "inversion": x}
     return out
 
 
 def _spinel_ab(s: ODM) -> tuple[str, str]:
     _, _frac, orbit = _template("spinel")
     syms = [e.symbol if e is not None else None for e in s.species]
-    x = s.info["inversion"]  # type: ignore[attr-defined]
+    x = s.info["inversion"]
     tet = s.P[np.where(orbit == 0)[0][0]]
     oct_ = s.P[np.where(orbit == 1)[0][0]]
     # A is the majority of the tetrahedral site when x < 1, else the minority octahedral one
     row = tet if x < 1 else -oct_
-    cations = [k for k, e in enumerate(syms) if e is not None and e not in ANIONS]
+    cations = {k: e for k, e in enumerate(syms) if e is not None and e not in ANIONS}
     a = max(cations, key=lambda k: row[k])
     b = next(k for k in cations if k != a)
-    return syms[a], syms[b]
+    return cations[a], cations[b]
 
 
 def condition_of(odm: ODM) -> tuple[Composition, int, float]:

@@ -119,6 +119,11 @@ def _assign(pred: ODM, true: ODM) -> np.ndarray:
         total = cost[rows, cols].sum()
         if total < best_cost:
             best, best_cost = cols, total
+    if best is None:
+        raise ValueError(
+            f"no finite site assignment between pred ({pred.n_sites} sites) and true "
+            f"({true.n_sites} sites)"
+        )
     return best
 
 

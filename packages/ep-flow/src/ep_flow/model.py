@@ -92,6 +92,8 @@ class AxialGridTransformer(nn.Module):
         max_z: largest atomic number with an embedding.
     """
 
+    freqs: Tensor  # registered buffer: the Fourier frequencies
+
     def __init__(
         self,
         width: int = 64,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from pymatgen.core import Composition, Element, Lattice, Structure
@@ -42,8 +43,9 @@ def composition_to_marginals(
     amounts = comp.element_composition.get_el_amt_dict()
     if not amounts or any(not np.isfinite(v) or v <= 0 for v in amounts.values()):
         raise ValueError(f"formula {formula!r} must have positive amounts")
-    species: list[Element | None] = sorted((Element(s) for s in amounts), key=lambda e: e.Z)
-    c = [amounts[e.symbol] * float(n_formula_units) for e in species]
+    elements = sorted((Element(s) for s in amounts), key=lambda e: e.Z)
+    c = [amounts[e.symbol] * float(n_formula_units) for e in elements]
+    species: list[Element | None] = list(elements)
     c_vac = n - sum(c)
     if c_vac < -MASS_TOL * n:
         raise ValueError(
@@ -56,6 +58,10 @@ def composition_to_marginals(
     else:  # no vacancies: drop the column and absorb round-off so that sum c = N exactly
         c = [ck * n / sum(c) for ck in c]
     return np.ones(n), np.asarray(c, dtype=float), species
+
+
+#: Sentinel default of ``ODM.c``: take the column sums from ``P``.
+_C_FROM_P = np.empty(0)
 
 
 @dataclass
@@ -73,6 +79,8 @@ class ODM:
         tol: absolute tolerance of the checks (entries >= -tol, marginals within tol).
         check_columns: check the column sums of P against ``c`` (the formula). Off only for
             samples of baselines that do not enforce the species totals by design.
+        info: free-form metadata, not compared (the synthetic data set stores the
+            prototype, disorder kind, elements and spinel inversion here).
 
     Raises:
         ValueError: on a non-finite or negative entry, a row not summing to 1, a ``c`` that is
@@ -85,9 +93,11 @@ class ODM:
     species: list[Element | None]
     frac_coords: np.ndarray
     lattice: Lattice
-    c: np.ndarray = field(default=None)  # type: ignore[assignment]
+    c: np.ndarray = field(default_factory=lambda: _C_FROM_P)
     tol: float = 1e-6
     check_columns: bool = True
+    #: Free-form metadata (the synthetic data set stores prototype, disorder kind, ...).
+    info: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         self.P = np.asarray(self.P, dtype=float)
@@ -103,22 +113,24 @@ class ODM:
         if not (np.isfinite(self.tol) and self.tol >= 0):
             raise ValueError(f"tol must be a finite number >= 0, got {self.tol}")
         self._check_entries()
-        self.c = self.P.sum(0) if self.c is None else np.asarray(self.c, dtype=float)
+        from_p = self.c is None or self.c is _C_FROM_P
+        self.c = self.P.sum(0) if from_p else np.asarray(self.c, dtype=float)
         self._check_marginals()
         if not isinstance(self.lattice, Lattice):
             self.lattice = Lattice(self.lattice)
 
     def _name(self, k: int) -> str:
-        return "vacancy" if self.species[k] is None else self.species[k].symbol
+        e = self.species[k]
+        return "vacancy" if e is None else e.symbol
 
     def _check_entries(self) -> None:
         bad = np.argwhere(~np.isfinite(self.P))
         if len(bad):
-            i, k = bad[0]
+            i, k = (int(v) for v in bad[0])
             raise ValueError(f"P has {len(bad)} non-finite entries (NaN or inf); first at site "
                              f"{i}, species {self._name(k)}: {self.P[i, k]}")  # fmt: skip
         if self.P.size and self.P.min() < -self.tol:
-            i, k = np.unravel_index(np.argmin(self.P), self.P.shape)
+            i, k = (int(v) for v in np.unravel_index(np.argmin(self.P), self.P.shape))
             raise ValueError(f"P has a negative occupancy {self.P[i, k]:.6g} at site {i}, "
                              f"species {self._name(k)} (occupancies must be >= 0)")  # fmt: skip
         rows = self.P.sum(1)

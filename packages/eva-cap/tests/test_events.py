@@ -24,6 +24,13 @@ def test_bad_events(kw, match):
         AtomicEvent(**{**base, **kw})
 
 
+def test_interval():
+    assert AtomicEvent("visual", "dog", "run", t_start=1, t_end=2.5).interval() == (1, 2.5)
+    for kw in ({}, {"t_start": 1}, {"t_end": 2}):
+        with pytest.raises(ValueError, match="has no interval: t_start and t_end must both"):
+            AtomicEvent("visual", "dog", "run", **kw).interval()
+
+
 def test_relations():
     evs = [AtomicEvent("visual", "a", "x", t_start=0, t_end=3),
            AtomicEvent("visual", "b", "x", t_start=2, t_end=4),

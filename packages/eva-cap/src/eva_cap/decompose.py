@@ -64,7 +64,10 @@ class GrammarDecomposer:
             return AtomicEvent("audio", MUSIC, MUSIC)
         if len(w) == 5 and w[:3] == ["we", "hear", "someone"] and w[3] == "off-screen":
             return AtomicEvent("audio", OFFSCREEN, w[4]) if w[4] in self._actions else None
-        heads = {("we", "see", "the"): "visual", ("we", "hear", "the"): "audio"}
+        heads: dict[tuple[str, ...], str] = {
+            ("we", "see", "the"): "visual",
+            ("we", "hear", "the"): "audio",
+        }
         if len(w) == 5 and tuple(w[:3]) in heads:
             mod, subj, act = heads[tuple(w[:3])], w[3], w[4]
         elif len(w) == 7 and w[:5] == ["we", "see", "and", "hear", "the"]:
@@ -88,11 +91,11 @@ class GrammarDecomposer:
                 clauses.append([])
             else:
                 clauses[-1].append(w)
-        events = [self._clause(c) for c in clauses]
-        if any(e is None for e in events):
+        events = [e for e in (self._clause(c) for c in clauses) if e is not None]
+        if len(events) < len(clauses):  # an off-grammar clause
             return FAILED
         rel = relations_from_caption_order(connectives)
-        return ParsedCaption(tuple(events), tuple(rel), True)  # type: ignore[arg-type]
+        return ParsedCaption(tuple(events), tuple(rel), True)
 
 
 DEFAULT_PROMPT = (
@@ -172,7 +175,9 @@ class LLMDecomposer:
             if rel_raw is None:
                 timed = all(e.has_time for e in events)
                 rel = [
-                    Relation.OVERLAP if timed and b.t_start < a.t_end else Relation.BEFORE
+                    Relation.OVERLAP
+                    if timed and b.interval()[0] < a.interval()[1]
+                    else Relation.BEFORE
                     for a, b in itertools.pairwise(events)
                 ]
             else:

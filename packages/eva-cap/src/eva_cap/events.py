@@ -77,6 +77,16 @@ class AtomicEvent:
         """Whether both timestamps are set."""
         return self.t_start is not None and self.t_end is not None
 
+    def interval(self) -> tuple[float, float]:
+        """``(t_start, t_end)``.
+
+        Raises:
+            ValueError: If a timestamp is missing.
+        """
+        if self.t_start is None or self.t_end is None:
+            raise ValueError(f"{self} has no interval: t_start and t_end must both be set")
+        return self.t_start, self.t_end
+
     def without_time(self) -> AtomicEvent:
         """The same event with the timestamps removed."""
         return AtomicEvent(self.modality, self.subject, self.action, self.obj)
@@ -119,7 +129,7 @@ def relations_from_intervals(events: Sequence[AtomicEvent]) -> list[Relation]:
         if not e.has_time:
             raise ValueError(f"relations_from_intervals needs timestamps, got {e}")
     return [
-        Relation.OVERLAP if b.t_start < a.t_end else Relation.BEFORE  # type: ignore[operator]
+        Relation.OVERLAP if b.interval()[0] < a.interval()[1] else Relation.BEFORE
         for a, b in itertools.pairwise(events)
     ]
 
@@ -180,7 +190,7 @@ class EventSet(Sequence[AtomicEvent]):
                 raise TypeError(f"events must be AtomicEvent, got {type(e).__name__}")
         self.timed = bool(evs) and all(e.has_time for e in evs)
         if self.timed:
-            evs = sorted(evs, key=lambda e: e.t_start)  # type: ignore[arg-type, return-value]
+            evs = sorted(evs, key=lambda e: e.interval()[0])
         self.events: tuple[AtomicEvent, ...] = tuple(evs)
         if relations is None:
             if not self.timed and len(evs) > 1:
@@ -197,7 +207,7 @@ class EventSet(Sequence[AtomicEvent]):
                                  f"entries, got {len(rel)}")  # fmt: skip
         self.relations: tuple[Relation, ...] = tuple(rel)
 
-    def __getitem__(self, i: Any) -> Any:  # type: ignore[override]
+    def __getitem__(self, i: Any) -> Any:
         return self.events[i]
 
     def __len__(self) -> int:

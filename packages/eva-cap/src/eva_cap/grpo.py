@@ -7,7 +7,7 @@ package hosts no GRPO module yet, so this is the second copy (see the README).
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from eva_cap._validation import check_int, check_real, check_weights
-from eva_cap.policy import CaptionPolicy, repeat_columns
+from eva_cap.policy import TrainablePolicy, repeat_columns
 
 __all__ = [
     "AGGREGATIONS",
@@ -229,6 +229,16 @@ def _as_array(out: Any, n: int) -> tuple[np.ndarray, dict[str, float]]:
     return arr, logs
 
 
+def _callables(funcs: Iterable[object]) -> list[RewardFunc]:
+    """``funcs`` as a list, each checked to be callable (``TypeError`` names the first not)."""
+    out: list[RewardFunc] = []
+    for f in funcs:
+        if not callable(f):
+            raise TypeError(f"reward and metric functions must be callable, got {f!r}")
+        out.append(f)
+    return out
+
+
 class GRPOTrainer:
     """Model-agnostic GRPO (DeepSeekMath; TRL semantics) for a :class:`CaptionPolicy`.
 
@@ -255,8 +265,8 @@ class GRPOTrainer:
 
     def __init__(
         self,
-        policy: CaptionPolicy,
-        ref_policy: CaptionPolicy | None,
+        policy: TrainablePolicy,
+        ref_policy: TrainablePolicy | None,
         reward_fn: RewardFunc | Sequence[RewardFunc],
         cfg: GRPOConfig | None = None,
         optimizer: torch.optim.Optimizer | None = None,
@@ -265,10 +275,9 @@ class GRPOTrainer:
         self.cfg = cfg if cfg is not None else GRPOConfig()
         if not isinstance(self.cfg, GRPOConfig):
             raise TypeError(f"cfg must be a GRPOConfig, got {type(self.cfg).__name__}")
-        self.reward_funcs = list(reward_fn) if isinstance(reward_fn, list | tuple) else [reward_fn]
-        for f in [*self.reward_funcs, *metric_funcs]:
-            if not callable(f):
-                raise TypeError(f"reward and metric functions must be callable, got {f!r}")
+        funcs = list(reward_fn) if isinstance(reward_fn, list | tuple) else [reward_fn]
+        self.reward_funcs = _callables(funcs)
+        metric = _callables(metric_funcs)
         w = self.cfg.reward_weights
         self.weights = np.ones(len(self.reward_funcs)) if w is None else np.asarray(w, float)
         if self.weights.shape != (len(self.reward_funcs),):
@@ -278,14 +287,14 @@ class GRPOTrainer:
         if ref_policy is None and self.cfg.beta > 0:
             ref_policy = copy.deepcopy(policy)
         if ref_policy is not None:
-            for p in ref_policy.parameters():  # type: ignore[attr-defined]
+            for p in ref_policy.parameters():
                 p.requires_grad_(False)
         self.ref_policy = ref_policy
         self.optimizer = optimizer or torch.optim.AdamW(
-            policy.parameters(),  # type: ignore[attr-defined]
+            policy.parameters(),
             lr=self.cfg.learning_rate,
         )
-        self.metric_funcs = list(metric_funcs)
+        self.metric_funcs = metric
         self.generator = torch.Generator().manual_seed(int(self.cfg.seed))
         self.steps = 0
 
@@ -314,8 +323,8 @@ class GRPOTrainer:
     def step(self, batch: Mapping[str, Any]) -> dict[str, float]:
         """One GRPO iteration on a batch of B prompts; returns the step's logs."""
         cfg, G = self.cfg, self.cfg.num_generations
-        was_training = self.policy.training  # type: ignore[attr-defined]
-        self.policy.eval()  # type: ignore[attr-defined]
+        was_training = self.policy.training
+        self.policy.eval()
         with torch.no_grad():
             tokens, mask = self.policy.sample(
                 batch, G, cfg.max_completion_length, cfg.temperature, self.generator
@@ -330,8 +339,9 @@ class GRPOTrainer:
                 old = self.policy.token_logprobs(batch, tokens, cfg.temperature)
             ref = None
             if cfg.beta > 0:
+                assert self.ref_policy is not None  # __init__ sets one whenever beta > 0
                 ref = self.ref_policy.token_logprobs(batch, tokens, cfg.temperature)
-        self.policy.train(was_training)  # type: ignore[attr-defined]
+        self.policy.train(was_training)
         stats: dict[str, float] = {}
         for _ in range(cfg.num_iterations):
             logp = self.policy.token_logprobs(batch, tokens, cfg.temperature)
@@ -342,7 +352,7 @@ class GRPOTrainer:
             loss.backward()
             if cfg.max_grad_norm is not None:
                 torch.nn.utils.clip_grad_norm_(
-                    self.policy.parameters(),  # type: ignore[attr-defined]
+                    self.policy.parameters(),
                     cfg.max_grad_norm,
                 )
             self.optimizer.step()

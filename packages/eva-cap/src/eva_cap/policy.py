@@ -7,15 +7,17 @@ tensors (model inputs, first dimension B) and lists (columns such as ``gold_even
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
 import torch
 
 __all__ = [
     "CaptionPolicy",
     "HFCausalPolicy",
     "HFSeq2SeqPolicy",
+    "TrainablePolicy",
     "completion_mask",
     "index_batch",
     "repeat_columns",
@@ -48,7 +50,25 @@ class CaptionPolicy(Protocol):
         ...
 
 
-def index_batch(batch: Mapping[str, Any], idx: Sequence[int]) -> dict[str, Any]:
+class TrainablePolicy(CaptionPolicy, Protocol):
+    """A :class:`CaptionPolicy` that is also trained: the ``nn.Module`` members the trainers use."""
+
+    training: bool
+
+    def parameters(self) -> Iterator[torch.nn.Parameter]:
+        """The trained parameters."""
+        ...
+
+    def train(self, mode: bool = True) -> Any:
+        """Training mode on (``mode=True``) or off."""
+        ...
+
+    def eval(self) -> Any:
+        """Evaluation mode."""
+        ...
+
+
+def index_batch(batch: Mapping[str, Any], idx: Sequence[int] | np.ndarray) -> dict[str, Any]:
     """Rows ``idx`` of every tensor and list in ``batch`` (other values kept as they are)."""
     out: dict[str, Any] = {}
     ids = list(idx)

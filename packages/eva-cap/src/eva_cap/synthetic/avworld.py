@@ -131,7 +131,7 @@ class AVWorld:
         vis = rng.normal(0, self.noise, (self.T, self.dv)).astype(np.float32)
         aud = rng.normal(0, self.noise, (self.T, self.da)).astype(np.float32)
         for e in events:
-            s, t = int(e.t_start), int(e.t_end)  # type: ignore[arg-type]
+            s, t = (int(v) for v in e.interval())
             if e.modality in ("visual", "audiovisual"):
                 vis[s:t] += self.vis_code[(e.subject, e.action)]
             if e.modality in ("audio", "audiovisual"):

@@ -126,6 +126,9 @@ class _Layer(nn.Module):
             cache[:] = [k, v]
         x = x + self.self_attn(h, k, v, causal=causal and cache is None)
         if self.cross is not None:
+            assert self.n2 is not None  # built together with cross
+            if mem_kv is None:
+                raise ValueError("a cross-attention layer needs mem_kv (the memory's keys, values)")
             x = x + self.cross(self.n2(x), *mem_kv)
         return x + self.mlp(self.n3(x))
 
@@ -221,8 +224,12 @@ class TinyAVCaptioner(nn.Module):
         if rows % memory.shape[0]:
             raise ValueError(f"{rows} completions for {memory.shape[0]} inputs")
         k = rows // memory.shape[0]
-        return [[t.repeat_interleave(k, dim=0) for t in layer.cross.keys_values(memory)]
-                for layer in self.decoder]  # fmt: skip
+        out = []
+        for layer in self.decoder:
+            assert isinstance(layer, _Layer)  # the decoder holds _Layers built with cross=True
+            assert layer.cross is not None
+            out.append([t.repeat_interleave(k, dim=0) for t in layer.cross.keys_values(memory)])
+        return out
 
     def _decode(
         self, dec_in: torch.Tensor, mem_kv: list, offset: int = 0, caches: list | None = None

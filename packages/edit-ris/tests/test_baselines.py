@@ -46,6 +46,14 @@ def test_baselines_return_bool_masks(tiny, make):
     assert m.dtype == bool
 
 
+def test_noise_difference_with_n_seeds_set_to_zero_after_init_names_it(tiny):
+    x, e, _ = _items()
+    nd = bl.NoiseDifference(tiny, n_seeds=1)
+    nd.n_seeds = 0  # was a ZeroDivisionError
+    with pytest.raises(ValueError, match="n_seeds must be an int >= 1, got 0"):
+        nd.predict(x, e)
+
+
 def test_late_timestep_resolves_fractions(tiny):
     assert bl.LateTimestep(tiny, 0.5).resolved_timestep == 499
     assert bl.LateTimestep(tiny, 0.2).resolved_timestep == 199

@@ -381,18 +381,19 @@ class EditRIS:
         exprs = check_expressions(expressions, x.shape[0])
         for e in exprs:
             strip_article(e)
-        acc = None
-        for tpl in self.templates:
+        acc: list[torch.Tensor] = []
+        for tpl in self.templates:  # at least one (checked in __init__)
             cap, spans = self.run_capture(x, exprs, tpl)
             a, pr = self.spatial_prior(cap, spans)
             p = self.discriminate(cap, pr)
             m = p.clamp(0, 1) ** (1.0 - self.lam) * pr.clamp(0, 1) ** self.lam
-            parts = (a, pr, p, m)
-            acc = parts if acc is None else tuple(u + v for u, v in zip(acc, parts, strict=True))
+            parts = [a, pr, p, m]
+            acc = parts if not acc else [u + v for u, v in zip(acc, parts, strict=True)]
         a, pr, p, m = (v / len(self.templates) for v in acc)
         soft = nnf.interpolate(m[:, None], size=x.shape[-2:], mode="bilinear")[:, 0].clamp(0, 1)
         masks = soft > 0.5
-        vals = [masks, soft, pr, p, a]
+        vals: list[object] = [masks, soft, pr, p, a]
         if was_numpy:
-            vals = [v.cpu().numpy() for v in vals]
-        return RISOutput(*vals, timestep=self.resolved_timestep)
+            vals = [v.cpu().numpy() for v in (masks, soft, pr, p, a)]
+        masks_o, soft_o, prior_o, prob_o, attn_o = vals
+        return RISOutput(masks_o, soft_o, prior_o, prob_o, attn_o, self.resolved_timestep)

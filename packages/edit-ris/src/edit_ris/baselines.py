@@ -102,7 +102,7 @@ class CenterPrior:
 class _PriorThreshold(EditRIS):
     use_propagation = False
 
-    def predict(self, images: Any, expressions: Sequence[str]) -> Any:  # type: ignore[override]
+    def predict(self, images: Any, expressions: Sequence[str]) -> Any:
         """Threshold the (min-max normalised) attention prior at 0.5."""
         x, was_numpy = to_image_tensor(images, getattr(self.backbone, "size_multiple", 1))
         exprs = check_expressions(expressions, x.shape[0])
@@ -143,7 +143,7 @@ class FeatureOnly(EditRIS):
         super().__init__(backbone, **kwargs)
         self.n_clusters = check_int("n_clusters", n_clusters)
 
-    def predict(self, images: Any, expressions: Sequence[str]) -> Any:  # type: ignore[override]
+    def predict(self, images: Any, expressions: Sequence[str]) -> Any:
         """Cluster the features, pick the cluster whose mean attention prior is highest."""
         from sklearn.cluster import KMeans
 
@@ -210,11 +210,14 @@ class NoiseDifference(_DifferenceBase):
         """Otsu mask of the averaged noise-prediction difference."""
         x, was_numpy, instr = self._prepare(images, expressions)
         t = max(0, int(round(self.fraction * self.backbone.num_train_timesteps)) - 1)  # noqa: RUF046 (numpy scalars)
-        acc = 0.0
+        acc: torch.Tensor | None = None
         for s in range(self.n_seeds):
             e_c = self.backbone.forward_capture(x, instr, t, self.seed + s, capture=None).eps
             e_0 = self.backbone.forward_capture(x, [""] * len(instr), t, self.seed + s).eps
-            acc = acc + (e_c - e_0).abs().mean(1)
+            diff = (e_c - e_0).abs().mean(1)
+            acc = diff if acc is None else acc + diff
+        if acc is None:
+            raise ValueError(f"n_seeds must be an int >= 1, got {self.n_seeds}")
         return _out(_otsu_masks(acc / self.n_seeds, x.shape[-2:], self.smooth), was_numpy)
 
 

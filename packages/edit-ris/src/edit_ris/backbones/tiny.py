@@ -190,6 +190,7 @@ class TinyEditor(nn.Module):
     downsample_factor = 2
     size_multiple = 4  # pixel-unshuffle 2 x one stride-2 level
     prediction_type = "sample"  # x0-parametrisation
+    alphas_cumprod: torch.Tensor  # a buffer (registered in __init__)
 
     def __init__(
         self,

@@ -19,6 +19,7 @@ import time
 import numpy as np
 import plots
 import tasks
+from cost import cost
 
 import methodkit
 from methodkit.bench import Outcome, ResultRow, check, compare, run_suite
@@ -93,7 +94,8 @@ def synthetic(args: argparse.Namespace) -> Outcome:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_suite(PACKAGE, {"synthetic": synthetic}, argv, description=__doc__.splitlines()[0])
+    benchmarks = {"synthetic": synthetic, "cost": cost}
+    return run_suite(PACKAGE, benchmarks, argv, description=__doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

@@ -11,9 +11,12 @@ and network calls per window.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
+from pathlib import Path
 
+import cost as cost_bench
 import tasks
 
 import methodkit
@@ -42,6 +45,8 @@ FULL = {
     "members": 8,
     "euler_steps": 10,
     "lstm_hidden": 32,
+    "n_dose": 24,
+    "guidance": 2.0,
     "ablations": False,
     "scale": {
         "train_steps": "800 / 4000 = 1/5 (every learned model)",
@@ -49,6 +54,8 @@ FULL = {
         "model": "hidden 64, depth 3, patch 8 (spec: 96, 4, 4)",
         "lr": "1e-3 (spec 2e-4)",
         "flow_target": "residual over the last clean context pixel (package choice)",
+        "guidance": "EO-WM samples with anomaly-path guidance w = 2 (spec: optional), "
+        "chosen on validation world 7; eo_wm_no_guidance is the same model at w = 1",
     },
 }
 QUICK = {
@@ -60,6 +67,7 @@ QUICK = {
     "n_extreme": 6,
     "n_pairs": 5,
     "n_cf": 4,
+    "n_dose": 4,
     "hidden": 16,
     "depth": 1,
     "heads": 2,
@@ -146,22 +154,181 @@ def claims(ps: list) -> list:
     ]
 
 
-def weather_response(args: argparse.Namespace) -> Outcome:
-    """Every model on the simulated world, per seed; claims on the mean over seeds."""
+def sensitivity_claims(ps: list) -> list:
+    m = lambda name, met: tasks.mean(ps, name, met)  # noqa: E731
+    return [
+        check(
+            "swap: EO-WM's forecast moves >= 0.5 x the true NDVI change when the future "
+            "weather is swapped (counterfactual pairs)",
+            m("eo_wm", "swap_ratio") >= 0.5,
+            f"{m('eo_wm', 'swap_ratio'):.3f}",
+            inputs=[m("eo_wm", "swap_ratio")],
+        ),
+        check(
+            "dose: EO-WM's trough falls with the scaled anomaly at >= 0.5 x the simulator's rate",
+            m("eo_wm", "dose_ratio") >= 0.5,
+            f"{m('eo_wm', 'dose_ratio'):.3f}",
+            inputs=[m("eo_wm", "dose_ratio")],
+        ),
+        check(
+            "dose: doubling the anomaly lowers EO-WM's trough in >= 90 % of event windows",
+            m("eo_wm", "dose_lower_share") >= 0.9,
+            f"{m('eo_wm', 'dose_lower_share'):.3f}",
+            inputs=[m("eo_wm", "dose_lower_share")],
+        ),
+        compare(
+            "swap: EO-WM follows the weather at least as much as the undifferentiated diffusion",
+            m("eo_wm", "swap_ratio"),
+            ">=",
+            m("undiff_diffusion", "swap_ratio"),
+        ),
+    ]
+
+
+LABELS = {
+    "es_dae": "Extreme Summer drop amplitude error",
+    "sp_dhr": "seasonal pairs: directional hit rate",
+    "cf_dhr": "counterfactual pairs: directional hit rate",
+    "ndvi_mae": "NDVI mean absolute error",
+    "ndvi_crps": "NDVI trajectory CRPS",
+    "swap_ratio": "swapped weather: forecast change / true change",
+    "swap_mae_increase_pct": "swapped weather: NDVI MAE increase",
+    "dose_ratio": "scaled anomaly: trough slope / simulator's slope",
+    "dose_lower_share": "doubled anomaly lowers the trough: share of windows",
+}
+UNITS = {
+    "es_dae": "NDVI",
+    "sp_dhr": "fraction of steps",
+    "cf_dhr": "fraction of steps",
+    "ndvi_mae": "NDVI",
+    "ndvi_crps": "NDVI",
+    "swap_ratio": "ratio, 1 = truth",
+    "swap_mae_increase_pct": "%",
+    "dose_ratio": "ratio, 1 = truth",
+    "dose_lower_share": "fraction",
+}
+
+
+BEFORE_FIX = Path(__file__).parent / "results" / "before_fix"
+
+
+def before_fix_rows(benchmark: str, quick: bool) -> tuple[list[ResultRow], dict]:
+    """EO-WM's rows from the record of the code before the weather fix (commit 5aea076).
+
+    Shown as ``eo_wm_before_fix`` next to the fixed model; nothing is recomputed or edited:
+    the values are that record's per-seed values, and its command and commit are kept.
+    """
+    path = BEFORE_FIX / f"{benchmark}.json"
+    if quick or not path.exists():
+        return [], {}
+    rec = json.loads(path.read_text())
+    rows = [
+        ResultRow.from_values(
+            "eo_wm_before_fix", r["metric"], r["values"], higher_is_better=r.get("higher_is_better")
+        )
+        for r in rec["results"]
+        if r["method"] == "eo_wm"
+    ]
+    info = {
+        "record": f"bench/results/before_fix/{benchmark}.json",
+        "seeds": rec.get("seeds"),
+        "command": rec.get("command"),
+        "commit": rec.get("git_commit"),
+        "steps": rec["config"].get("steps"),
+    }
+    return rows, info
+
+
+def _per_seed(args: argparse.Namespace, part: str) -> tuple[dict, list]:
     cfg = QUICK if args.quick else FULL
     per_seed, t0 = [], time.perf_counter()
     for seed in args.seeds:
         methodkit.seed_everything(seed)
-        per_seed.append(tasks.run_seed(cfg, seed))
+        per_seed.append(tasks.run_seed(cfg, seed)[part])
         print(f"[eo-wm] seed {seed} done at {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    return cfg, per_seed
+
+
+def weather_response(args: argparse.Namespace) -> Outcome:
+    """Every model on the simulated world, per seed; claims on the mean over seeds."""
+    cfg, per_seed = _per_seed(args, "weather")
     results = [ResultRow.from_values(*r) for r in tasks.rows(per_seed)]
     plot = ["es_dae", "sp_dhr", "cf_dhr", "ndvi_mae", "ndvi_crps"]
-    return Outcome(cfg, results, claims(per_seed), plot_metrics=plot)
+    return Outcome(cfg, results, claims(per_seed), plot_metrics=plot, units=UNITS, labels=LABELS)
+
+
+def sensitivity(args: argparse.Namespace) -> Outcome:
+    """Swapped and scaled future forcing for every model (same trained models as above)."""
+    cfg, per_seed = _per_seed(args, "sensitivity")
+    results = [ResultRow.from_values(*r) for r in tasks.rows(per_seed)]
+    before, info = before_fix_rows("sensitivity", args.quick)
+    results += before
+    plot = ["swap_ratio", "swap_mae_increase_pct", "dose_ratio", "dose_lower_share"]
+    config = {
+        **cfg,
+        "before_fix": info,
+        "dose_scales": list(tasks.DOSE_SCALES),
+        "models": "trained once per seed, shared with weather_response in the same process",
+    }
+    return Outcome(
+        config,
+        results,
+        sensitivity_claims(per_seed),
+        plot_metrics=plot,
+        units=UNITS,
+        labels=LABELS,
+    )
+
+
+def cost(args: argparse.Namespace) -> Outcome:
+    """Seconds per ensemble member per window: EO-WM vs ConvLSTM and undifferentiated diffusion."""
+    reps, n_win = (5, 2) if args.quick else (7, 8)
+    config, per = cost_bench.measure(args.quick, reps, n_win)
+    axis, unit = "time per ensemble member per forecast window", "s/member/window"
+    entries = [
+        cost_bench.cost_entry(
+            axis, unit, "EO-WM", per["eo_wm"], "ConvLSTM (one forecast)", per["convlstm"]
+        ),
+        cost_bench.cost_entry(
+            axis,
+            unit,
+            "EO-WM",
+            per["eo_wm"],
+            "undifferentiated diffusion",
+            per["undiff_diffusion"],
+        ),
+    ]
+    results = [
+        ResultRow.from_values(name, "s_per_member_window", vals, higher_is_better=False)
+        for name, vals in per.items()
+    ]
+    claims_ = []
+    for e in entries:
+        r = sorted(e["ratio_reps"])
+        q1, q3 = r[len(r) // 4], r[(3 * len(r)) // 4]
+        claims_.append(
+            check(
+                f"the ratio to {e['peer']} is stable: IQR of per-rep ratios <= 25 % of median",
+                q3 - q1 <= 0.25 * e["ratio"],
+                f"{q3 - q1:.3g} vs {e['ratio']:.3g}",
+                inputs=[q3 - q1, e["ratio"]],
+            )
+        )
+    return Outcome(
+        {**config, "cost": entries},
+        results,
+        claims_,
+        units={"s_per_member_window": "s"},
+        labels={"s_per_member_window": "time per ensemble member per window"},
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     return run_suite(
-        PACKAGE, {"weather_response": weather_response}, argv, description=__doc__.splitlines()[0]
+        PACKAGE,
+        {"weather_response": weather_response, "sensitivity": sensitivity, "cost": cost},
+        argv,
+        description=__doc__.splitlines()[0],
     )
 
 

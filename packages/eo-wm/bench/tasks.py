@@ -17,20 +17,23 @@ from eo_wm.baselines import (
     train_convlstm,
 )
 from eo_wm.model import EOWMConfig, EOWorldModel
-from eo_wm.simulator import (
-    LandSurfaceSimulator,
+from eo_wm.sets import (
     frame_ndvi,
     make_counterfactual_pairs,
     make_dataset,
+    make_dose_response,
     make_extreme_summer,
     make_seasonal_pairs,
     stack_windows,
     summer_windows,
     to_tensors,
 )
+from eo_wm.simulator import LandSurfaceSimulator
 from eo_wm.train import sample_ensemble, train_model
 from eo_wm.weather import WeatherDecomposer
 
+DOSE_SCALES = (0.0, 1.0, 2.0)
+SETS = ("eval_t", "cf", "dose")
 DIFFUSION = {"eo_wm": {}, "undiff_diffusion": {"conditioning": "undifferentiated"}}
 ABLATIONS = {"eo_wm_no_stress": {"use_stress": False}, "eo_wm_merged": {"conditioning": "merged"}}
 
@@ -61,6 +64,7 @@ def build_world(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
     cf_a, cf_b = make_counterfactual_pairs(test_sim, test_cube, cfg["n_cf"], seed=seed)
     evalw = _select(test, used)
     evalw["clim_ndvi"] = _climatology(test, used)
+    dose = make_dose_response(test_sim, test_cube, dec, cfg["n_dose"], seed, DOSE_SCALES)
     return {
         "decomposer": dec,
         "train": train,
@@ -71,6 +75,8 @@ def build_world(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
         "cf": to_tensors(stack_windows([*_rows(cf_a), *_rows(cf_b)]), dec),
         "n_cf": cfg["n_cf"],
         "cf_np": (cf_a, cf_b),
+        "dose_np": dose,
+        "dose": to_tensors({k: np.concatenate([w[k] for w in dose]) for k in dose[0]}, dec),
         "sim_s": time.perf_counter() - t0,
     }
 
@@ -113,6 +119,38 @@ def model_config(cfg: dict[str, Any], **kw: Any) -> EOWMConfig:
     )
 
 
+def _sample_all(
+    cfg: dict[str, Any],
+    world: dict[str, Any],
+    seed: int,
+    model: EOWorldModel,
+    guidance: float,
+    train_s: float,
+) -> dict[str, Any]:
+    """Ensembles of every evaluation set with anomaly-path guidance ``guidance``, and costs."""
+    t = time.perf_counter()
+    preds = {
+        s: sample_ensemble(
+            model,
+            world[s],
+            cfg["members"],
+            cfg["euler_steps"],
+            generator=torch.Generator().manual_seed(seed + 7),
+            guidance=guidance,
+        ).numpy()
+        for s in SETS
+    }
+    n_win = sum(len(world[s]["context"]) for s in SETS)
+    calls = cfg["members"] * cfg["euler_steps"] * (2 if guidance != 1.0 else 1)
+    return {
+        "members": preds,
+        "train_s": train_s,
+        "sample_s_per_window": (time.perf_counter() - t) / n_win,
+        "calls_per_window": calls,
+        "params": sum(p.numel() for p in model.parameters()),
+    }
+
+
 def run_models(cfg: dict[str, Any], world: dict[str, Any], seed: int) -> dict[str, dict]:
     """Train every model on the world; return its predictions and costs."""
     out: dict[str, dict] = {}
@@ -124,25 +162,11 @@ def run_models(cfg: dict[str, Any], world: dict[str, Any], seed: int) -> dict[st
         t = time.perf_counter()
         train_model(model, world["train"], cfg["steps"], cfg["batch"], cfg["lr"], generator=g)
         train_s = time.perf_counter() - t
-        t = time.perf_counter()
-        preds = {
-            s: sample_ensemble(
-                model,
-                world[s],
-                cfg["members"],
-                cfg["euler_steps"],
-                generator=torch.Generator().manual_seed(seed + 7),
-            ).numpy()
-            for s in ("eval_t", "cf")
-        }
-        n_win = len(world["eval_t"]["context"]) + len(world["cf"]["context"])
-        out[name] = {
-            "members": preds,
-            "train_s": train_s,
-            "sample_s_per_window": (time.perf_counter() - t) / n_win,
-            "calls_per_window": cfg["members"] * cfg["euler_steps"],
-            "params": sum(p.numel() for p in model.parameters()),
-        }
+        w = cfg["guidance"] if model.has_cross else 1.0
+        out[name] = _sample_all(cfg, world, seed, model, w, train_s)
+        if model.has_cross and w != 1.0 and name == "eo_wm":
+            # the same trained model without guidance: the guidance's share of the fix
+            out[f"{name}_no_guidance"] = _sample_all(cfg, world, seed, model, 1.0, train_s)
     torch.manual_seed(1000 * seed + 99)
     lstm = ConvLSTMForecaster(4, 3, 3, 12, hidden=cfg["lstm_hidden"])
     t = time.perf_counter()
@@ -156,8 +180,8 @@ def run_models(cfg: dict[str, Any], world: dict[str, Any], seed: int) -> dict[st
     )
     train_s = time.perf_counter() - t
     t = time.perf_counter()
-    pr = {s: predict_convlstm(lstm, world[s]).numpy()[None] for s in ("eval_t", "cf")}
-    n_win = len(world["eval_t"]["context"]) + len(world["cf"]["context"])
+    pr = {s: predict_convlstm(lstm, world[s]).numpy()[None] for s in SETS}
+    n_win = sum(len(world[s]["context"]) for s in SETS)
     out["convlstm"] = {
         "members": pr,
         "train_s": train_s,
@@ -170,7 +194,7 @@ def run_models(cfg: dict[str, Any], world: dict[str, Any], seed: int) -> dict[st
             s: persistence_forecast(
                 world[s]["context"].numpy(), world[s]["context_mask"].numpy(), 12
             )[None]
-            for s in ("eval_t", "cf")
+            for s in SETS
         }
     }
     return out
@@ -260,21 +284,115 @@ def calibration(world: dict[str, Any]) -> dict[str, float]:
     }
 
 
-HIGHER = {"sp_dhr": True, "cf_dhr": True, "sp_pdc": True, "cf_pdc": True}
-COSTS = ("train_s", "sample_s_per_window", "calls_per_window", "params")
+def sensitivity(world: dict[str, Any], pred: dict[str, Any]) -> dict[str, float]:
+    """How much a model's forecast follows the weather: swapped and scaled future forcing.
 
-
-def run_seed(cfg: dict[str, Any], seed: int) -> dict[str, dict[str, float]]:
-    """One world and every model on it: ``{model: {metric: value}}`` plus ``_world``."""
-    world = build_world(cfg, seed)
-    preds = run_models(cfg, world, seed)
-    out = {
-        name: {**evaluate(world, p), **{c: float(p[c]) for c in COSTS if c in p}}
-        for name, p in preds.items()
+    Swap (counterfactual pairs: same state and context, another year's future forcing; the
+    simulator gives the true future under both): ``swap_ratio`` = mean |forecast NDVI change|
+    / mean |true NDVI change| over pair steps (1 = follows the truth's amplitude, 0 = ignores
+    the weather); ``swap_mae_increase_pct``: NDVI MAE against the window's own truth when
+    forecasting with the partner's forcing, relative to its own forcing (``cf_ndvi_mae``).
+    Dose (event windows, future anomaly scaled by k in ``DOSE_SCALES``, truth re-simulated):
+    ``dose_slope`` = trough NDVI lost per unit of k (least squares per window, mean; > 0 =
+    hotter/drier gives a lower trough), ``dose_ratio`` = that over the simulator's slope,
+    ``dose_lower_share`` = share of windows whose trough is lower at the largest k than at the
+    next one. Frame NDVI uses the vegetation and validity of the k = 1 truth for every k.
+    """
+    cf_a = world["cf_np"][0]
+    n = world["n_cf"]
+    mean = pred["members"]["cf"].mean(0)
+    ta = frame_ndvi(mean[:n], cf_a["target"], cf_a["target_mask"])
+    tb = frame_ndvi(mean[n:], cf_a["target"], cf_a["target_mask"])
+    ga, gb = _gt_swap(world)
+    own = M.ndvi_mae(mean[:n], cf_a["target"], cf_a["target_mask"])
+    swapped = M.ndvi_mae(mean[n:], cf_a["target"], cf_a["target_mask"])
+    troughs = _dose_troughs(world, pred["members"]["dose"].mean(0))
+    slope = _slopes(troughs)
+    gt_slope = _slopes(_dose_troughs(world, None))
+    return {
+        "swap_ratio": float(np.nanmean(np.abs(ta - tb)) / np.nanmean(np.abs(ga - gb))),
+        "swap_mae_increase_pct": float(100.0 * (swapped / own - 1.0)),
+        "cf_ndvi_mae": float(own),
+        "dose_slope": float(np.nanmean(slope)),
+        "dose_ratio": float(np.nanmean(slope) / np.nanmean(gt_slope)),
+        "dose_lower_share": float(np.mean(troughs[:, -1] < troughs[:, -2])),
     }
-    out["climatology"] = evaluate(world, None, clim=True)
-    out["_world"] = {**calibration(world), "sim_s": world["sim_s"]}
-    return out
+
+
+def _gt_swap(world: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """True frame NDVI of the pairs, both on the vegetation/validity of window ``a``."""
+    cf_a, cf_b = world["cf_np"]
+    ga = frame_ndvi(cf_a["target"], cf_a["target"], cf_a["target_mask"])
+    gb = frame_ndvi(cf_b["target"], cf_a["target"], cf_a["target_mask"])
+    return ga, gb
+
+
+def _dose_troughs(world: dict[str, Any], mean: np.ndarray | None) -> np.ndarray:
+    """Trough frame NDVI ``(windows, scales)`` of forecasts (``None``: of the truth)."""
+    doses = world["dose_np"]
+    ref = doses[DOSE_SCALES.index(1.0)]
+    n = len(ref["target"])
+    out = []
+    for k, w in enumerate(doses):
+        frames = w["target"] if mean is None else mean[k * n : (k + 1) * n]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            traj = frame_ndvi(frames, ref["target"], ref["target_mask"])
+            out.append(np.nanmin(traj, 1))
+    return np.stack(out, 1)
+
+
+def _slopes(troughs: np.ndarray) -> np.ndarray:
+    """Per window, minus the least-squares slope of trough NDVI over the dose scales."""
+    k = np.asarray(DOSE_SCALES) - np.mean(DOSE_SCALES)
+    return -(troughs - troughs.mean(1, keepdims=True)) @ k / (k @ k)
+
+
+def sensitivity_world(world: dict[str, Any]) -> dict[str, float]:
+    """The truth's own response: what a forecast that follows the weather would show."""
+    ga, gb = _gt_swap(world)
+    troughs = _dose_troughs(world, None)
+    return {
+        "gt_swap_change": float(np.nanmean(np.abs(ga - gb))),
+        "gt_dose_slope": float(np.nanmean(_slopes(troughs))),
+        "gt_dose_lower_share": float(np.mean(troughs[:, -1] < troughs[:, -2])),
+        "n_dose": float(len(troughs)),
+    }
+
+
+HIGHER = {"sp_dhr": True, "cf_dhr": True, "sp_pdc": True, "cf_pdc": True}
+SENS_HIGHER: dict[str, bool | None] = {
+    "swap_ratio": True,
+    "swap_mae_increase_pct": None,
+    "cf_ndvi_mae": False,
+    "dose_slope": None,
+    "dose_ratio": True,
+    "dose_lower_share": True,
+}
+COSTS = ("train_s", "sample_s_per_window", "calls_per_window", "params")
+_CACHE: dict[tuple[int, int], dict[str, dict[str, dict[str, float]]]] = {}
+
+
+def run_seed(cfg: dict[str, Any], seed: int) -> dict[str, dict[str, dict[str, float]]]:
+    """One world and every model on it, cached per (config, seed) within the process.
+
+    Returns ``{"weather": {model: {metric: value}, "_world": ...}, "sensitivity": {...}}``:
+    both suites read the same trained models when they run in one process.
+    """
+    key = (id(cfg), seed)
+    if key not in _CACHE:
+        world = build_world(cfg, seed)
+        preds = run_models(cfg, world, seed)
+        weather = {
+            name: {**evaluate(world, p), **{c: float(p[c]) for c in COSTS if c in p}}
+            for name, p in preds.items()
+        }
+        weather["climatology"] = evaluate(world, None, clim=True)
+        weather["_world"] = {**calibration(world), "sim_s": world["sim_s"]}
+        sens = {name: sensitivity(world, p) for name, p in preds.items()}
+        sens["_world"] = sensitivity_world(world)
+        _CACHE[key] = {"weather": weather, "sensitivity": sens}
+    return _CACHE[key]
 
 
 def rows(per_seed: list[dict[str, dict[str, float]]]) -> list[tuple[str, str, list[float], Any]]:
@@ -283,7 +401,11 @@ def rows(per_seed: list[dict[str, dict[str, float]]]) -> list[tuple[str, str, li
     for name, mets in per_seed[0].items():
         for met in mets:
             vals = [s[name][met] for s in per_seed if met in s[name]]
-            hib = None if name == "_world" or met in COSTS else HIGHER.get(met, False)
+            hib = (
+                None
+                if name == "_world" or met in COSTS
+                else SENS_HIGHER.get(met, HIGHER.get(met, False))
+            )
             out.append(("world" if name == "_world" else name, met, vals, hib))
     return out
 

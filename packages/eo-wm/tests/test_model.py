@@ -291,3 +291,30 @@ def test_train_model_shows_progress_when_asked(monkeypatch, capsys):
     monkeypatch.setenv("TQDM_DISABLE", "1")
     train_model(EOWorldModel(_cfg()), _dataset(), steps=1, batch_size=2, progress=True)
     assert capsys.readouterr().err == ""
+
+
+def test_stress_is_standardised_before_the_forcing_mlp():
+    from eo_wm.train import normalization_stats
+
+    batch = {**_batch(), "weather": torch.randn(B, TC + TF, 3)}
+    batch["stress"] = batch["stress"] * 10 + 3
+    stats = normalization_stats(batch)
+    flat = batch["stress"].reshape(-1, 4)
+    assert torch.allclose(stats["stress_mean"], flat.mean(0))
+    assert torch.allclose(stats["stress_std"], flat.std(0))
+    torch.manual_seed(0)
+    m = EOWorldModel(_cfg())
+    for p in m.parameters():  # undo the zero-initialised gates so that cond reaches the output
+        torch.nn.init.normal_(p, std=0.2)
+    m2 = EOWorldModel(_cfg())
+    m2.load_state_dict(m.state_dict())
+    m.set_normalization(stress_mean=stats["stress_mean"], stress_std=stats["stress_std"])
+    ctx, msk, st, cond = _inputs()
+    shifted = {**cond, "stress": cond["stress"] * stats["stress_std"] + stats["stress_mean"]}
+    x, s = torch.randn(B, TF, 4, HW, HW), torch.full((B,), 0.5)
+    with torch.no_grad():
+        out_shift = m(x, s, ctx, msk, st, shifted)
+        out_unit = m2(x, s, ctx, msk, st, cond)  # default stress_mean 0, stress_std 1
+        out_raw = m(x, s, ctx, msk, st, cond)
+    assert torch.allclose(out_shift, out_unit, atol=1e-4)  # (S - mean) / std reaches the MLP
+    assert not torch.allclose(out_raw, out_unit, atol=1e-3)

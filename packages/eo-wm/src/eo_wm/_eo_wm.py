@@ -213,6 +213,8 @@ class EOWorldModel(nn.Module):
     weather_mean: Tensor
     weather_std: Tensor
     residual_std: Tensor
+    stress_mean: Tensor
+    stress_std: Tensor
 
     def __init__(self, config: EOWMConfig) -> None:
         super().__init__()
@@ -244,11 +246,20 @@ class EOWorldModel(nn.Module):
             self.register_buffer(f"{name}_mean", torch.zeros(size))
             self.register_buffer(f"{name}_std", torch.ones(size))
         self.register_buffer("residual_std", torch.ones(C))
+        # stress integrators are >= 0 with a mean of 1-2 and spreads of 0.5-2.5 (unlike the
+        # unit-variance anomalies): standardised before the forcing MLP
+        self.register_buffer("stress_mean", torch.zeros(cfg.n_stress))
+        self.register_buffer("stress_std", torch.ones(cfg.n_stress))
 
     # -- normalisation ---------------------------------------------------------------------
     def set_normalization(self, **stats: Tensor) -> None:
-        """Set ``band_mean/std``, ``static_mean/std``, ``weather_mean/std``, ``residual_std``."""
+        """Set ``band_mean/std``, ``static_mean/std``, ``weather_mean/std``, ``residual_std``.
+
+        Also ``stress_mean/std`` (ignored when the stress has another channel count).
+        """
         for k, v in stats.items():
+            if k.startswith("stress_") and v.shape != getattr(self, k).shape:
+                continue
             buf = getattr(self, k)
             buf.copy_(torch.as_tensor(v, dtype=buf.dtype, device=buf.device))
 
@@ -345,7 +356,9 @@ class EOWorldModel(nn.Module):
             base_in = torch.cat([w, season], -1)
         else:
             b = (cond["baseline"] - self.weather_mean) / self.weather_std
-            anom = [cond["anomaly"]] + ([cond["stress"]] if cfg.use_stress else [])
+            anom = [cond["anomaly"]]
+            if cfg.use_stress:
+                anom.append((cond["stress"] - self.stress_mean) / self.stress_std)
             if cfg.conditioning == "merged":
                 base_in = torch.cat([b, *anom, season], -1)
             else:

@@ -63,7 +63,8 @@ def flow_matching_loss(
 def normalization_stats(data: Mapping[str, Tensor]) -> dict[str, Tensor]:
     """Per-band, per-static-channel and per-variable mean/std from training windows.
 
-    ``residual_std``: per-band RMS of the normalised target minus the last clean context pixel.
+    ``residual_std``: per-band RMS of the normalised target minus the last clean context pixel;
+    ``stress_mean/std``: per stress channel, when ``data`` has a stress.
     """
     tgt, m = data["target"], data["target_mask"]
     w = m.expand_as(tgt)
@@ -77,7 +78,12 @@ def normalization_stats(data: Mapping[str, Tensor]) -> dict[str, Tensor]:
     res_var = (res**2 * w).sum((0, 1, 3, 4)) / n
     st = data["static"]
     wt = data["weather"].reshape(-1, data["weather"].shape[-1])
+    extra = {}
+    if "stress" in data and data["stress"].shape[-1]:
+        sv = data["stress"].reshape(-1, data["stress"].shape[-1])
+        extra = {"stress_mean": sv.mean(0), "stress_std": sv.std(0).clamp_min(1e-3)}
     return {
+        **extra,
         "band_mean": mean,
         "band_std": std,
         "residual_std": res_var.sqrt().clamp_min(1e-3),

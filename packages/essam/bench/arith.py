@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import copy
+import re
 import time
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -117,6 +120,86 @@ def make_closure(model: Any, tok: Any, rows: list, max_new: int, counter: list) 
     return closure
 
 
+def mix_formats(rows: list, fmt: dict | None) -> list:
+    """The SFT data of the calibration world: some targets end in another answer format.
+
+    A row whose last worked step is an ``fmt["last_op"]`` operation gets ``fmt["alt"]`` in
+    place of ``" #### "`` with probability ``fmt["q"]`` (a hash of the prompt decides). The
+    reward reads only ``#### <n>``, so after SFT the greedy model answers those problems in a
+    format that scores 0 while sampling still produces ``####`` sometimes: a task at the
+    model's edge that RL can fix without new arithmetic.
+    """
+    if not fmt:
+        return rows
+    out = []
+    for r in rows:
+        last = r["target"].split(" #### ")[0].split(" ")[-1]
+        if fmt["last_op"] in last and zlib.crc32(r["prompt"].encode()) % 1000 < 1000 * fmt["q"]:
+            r = {**r, "target": r["target"].replace(" #### ", fmt["alt"])}
+        out.append(r)
+    return out
+
+
+def raw_accuracy(model: Any, tok: Any, rows: list, max_new: int, alt: str) -> float:
+    """Greedy accuracy that also accepts the alternative format: the arithmetic alone."""
+    pattern = re.compile(r"(?:####|" + re.escape(alt.strip()) + r")\s*(-?\d+)")
+    comp = generate(model, tok, [r["prompt"] for r in rows], max_new)
+    hits = 0
+    for c, r in zip(comp, rows, strict=True):
+        m = pattern.search(c)
+        hits += int(m is not None and int(m.group(1)) == int(r["answer"]))
+    return hits / len(rows)
+
+
+_SFT: dict[str, tuple[dict, dict]] = {}
+SFT_KEYS = (
+    "model",
+    "sft_chunk",
+    "sft_max_steps",
+    "sft_max_seconds",
+    "band",
+    "sft_batch",
+    "sft_lr",
+    "n_eval",
+    "max_new_tokens",
+    "format_mix",
+)
+
+
+def world(cfg: dict, quick: bool) -> tuple[Any, dict]:
+    """The character tokenizer and the splits (SFT rows with the format mix)."""
+    tok = ar.CharTokenizer()
+    sft_rows = ar.make_problems(400 if quick else 20000, "sft", 0, templates=COMPACT)
+    data = {
+        "sft": mix_formats(sft_rows, cfg["format_mix"]),
+        "train": ar.make_problems(100 if quick else 2000, "rl_train", 1, templates=COMPACT),
+        "test": ar.make_problems(cfg["n_eval"], "rl_test", 2, templates=COMPACT),
+        "ood": ar.make_problems(cfg["n_eval"], "ood", 3, templates=COMPACT_OOD),
+    }
+    return tok, data
+
+
+def sft_checkpoint(cfg: dict, tok: Any, data: dict) -> tuple[dict, dict]:
+    """SFT to the band once per configuration in this process (the suites share it)."""
+    key = repr([(k, cfg[k]) for k in SFT_KEYS])
+    if key not in _SFT:
+        base = build_model(tok, **cfg["model"])
+        fit = sft_to_band(base, tok, data["sft"], data["test"], cfg)
+        mx = cfg["max_new_tokens"]
+        fit["acc_rl_test"] = fit["trace"][-1][1]
+        fit["acc_ood"] = accuracy(base, tok, data["ood"], mx)
+        alt = (cfg["format_mix"] or {}).get("alt", " #### ")
+        fit["raw_rl_test"] = raw_accuracy(base, tok, data["test"], mx, alt)
+        fit["n_params"] = sum(p.numel() for p in base.parameters())
+        log(
+            f"SFT: {fit['n_params']} params, {fit['steps']} steps in {fit['seconds']:.0f}s, "
+            f"acc rl_test {fit['acc_rl_test']:.3f} (either format {fit['raw_rl_test']:.3f}) "
+            f"ood {fit['acc_ood']:.3f}"
+        )
+        _SFT[key] = (copy.deepcopy(base.state_dict()), fit)
+    return _SFT[key]
+
+
 def calibrate_sigma(model: Any, tok: Any, rows: list, cfg: dict) -> float:
     """Largest sigma whose population mean reward stays >= 80 % of the unperturbed reward."""
     params = zo.param_list(model)
@@ -133,8 +216,28 @@ def calibrate_sigma(model: Any, tok: Any, rows: list, cfg: dict) -> float:
     return chosen
 
 
+class Checkpoints:
+    """Held-out accuracy every ``budget / n`` rollouts; evaluation time is kept off the clock."""
+
+    def __init__(self, model: Any, tok: Any, test: list, cfg: dict, start_acc: float) -> None:
+        self.model, self.tok, self.test, self.mx = model, tok, test, cfg["max_new_tokens"]
+        self.every = cfg["rollout_budget"] / cfg["checkpoints"]
+        self.points: list[tuple[int, float, float]] = [(0, 0.0, start_acc)]
+        self.t0 = time.perf_counter()
+        self.paused = 0.0
+
+    def seconds(self) -> float:
+        return time.perf_counter() - self.t0 - self.paused
+
+    def after(self, rollouts: int, final: bool = False) -> None:
+        if rollouts >= self.every * len(self.points) or (final and rollouts > self.points[-1][0]):
+            t, t_eval = self.seconds(), time.perf_counter()
+            self.points.append((rollouts, t, accuracy(self.model, self.tok, self.test, self.mx)))
+            self.paused += time.perf_counter() - t_eval
+
+
 def run_zo(
-    model: Any, tok: Any, train: list, variant: str, sigma: float, seed: int, cfg: dict
+    model: Any, tok: Any, data: dict, variant: str, sigma: float, seed: int, cfg: dict
 ) -> dict:
     n, b = cfg["population"], cfg["prompts_per_iter"]
     opt = ESSAM(
@@ -146,25 +249,29 @@ def run_zo(
         variant=variant,
         seed=seed,
     )
+    train = data["train"]
     rng = np.random.default_rng(seed)
     counter = [0]
     curve = []
-    t0 = time.perf_counter()
+    ck = Checkpoints(model, tok, data["test"], cfg, data["start_acc"])
     it = 0
     while counter[0] < cfg["rollout_budget"]:
         rows = [train[i] for i in rng.choice(len(train), b, replace=False)]
         info = opt.step(make_closure(model, tok, rows, cfg["max_new_tokens"], counter))
         curve.append((counter[0], info.mean_reward))
         it += 1
+        ck.after(counter[0])
+    ck.after(counter[0], final=True)
     return {
         "rollouts": counter[0],
-        "seconds": time.perf_counter() - t0,
+        "seconds": ck.seconds(),
         "iters": it,
         "curve": curve,
+        "checkpoints": ck.points,
     }
 
 
-def run_grpo(model: Any, tok: Any, train: list, seed: int, cfg: dict) -> dict:
+def run_grpo(model: Any, tok: Any, data: dict, seed: int, cfg: dict) -> dict:
     g = cfg["grpo"]
     trainer = MinimalGRPO(
         model,
@@ -176,26 +283,30 @@ def run_grpo(model: Any, tok: Any, train: list, seed: int, cfg: dict) -> dict:
         max_completion_length=cfg["max_new_tokens"],
         seed=seed,
     )
+    train = data["train"]
     rng = np.random.default_rng(seed)
     curve = []
-    t0 = time.perf_counter()
+    ck = Checkpoints(model, tok, data["test"], cfg, data["start_acc"])
     it = 0
     while trainer.rollouts < cfg["rollout_budget"]:
         rows = [train[i] for i in rng.choice(len(train), g["prompts"], replace=False)]
         out = trainer.step(rows)
         curve.append((trainer.rollouts, out["reward"]))
         it += 1
+        ck.after(trainer.rollouts)
+    ck.after(trainer.rollouts, final=True)
     model.eval()
     return {
         "rollouts": trainer.rollouts,
-        "seconds": time.perf_counter() - t0,
+        "seconds": ck.seconds(),
         "iters": it,
         "curve": curve,
+        "checkpoints": ck.points,
     }
 
 
-def curves_plot(curves: dict) -> Callable[[dict, Path], None]:
-    """An extra plot for run_suite: every run's mean train reward against rollouts."""
+def curves_plot(runs: dict[str, list[dict]]) -> Callable[[dict, Path], None]:
+    """Learning curves: held-out greedy accuracy against rollouts and against training time."""
 
     def plot(record: dict, path: Path) -> None:
         import matplotlib
@@ -203,16 +314,21 @@ def curves_plot(curves: dict) -> Callable[[dict, Path], None]:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        fig, ax = plt.subplots(figsize=(5, 3))
-        for m, runs in curves.items():
-            for k, run in enumerate(runs):
-                if run:
-                    x, y = zip(*run, strict=True)
-                    color = f"C{list(curves).index(m)}"
-                    ax.plot(x, y, color=color, alpha=0.7, label=m if k == 0 else None)
-        ax.set_xlabel("rollouts (completions generated)")
-        ax.set_ylabel("mean train reward (partial credit)")
-        ax.legend()
+        fig, axes = plt.subplots(1, 2, figsize=(9, 3.4), sharey=True)
+        for j, (m, seeds) in enumerate(runs.items()):
+            for k, r in enumerate(seeds):
+                x, t, acc = zip(*r["checkpoints"], strict=True)
+                pct = [100 * a for a in acc]
+                label = m if k == 0 else None
+                axes[0].plot(x, pct, color=f"C{j}", alpha=0.75, marker=".", label=label)
+                axes[1].plot(t, pct, color=f"C{j}", alpha=0.75, marker=".")
+        axes[0].set_xlabel("rollouts (completions generated)")
+        axes[1].set_xlabel("training time, seconds (evaluation excluded)")
+        axes[0].set_ylabel("held-out rl_test accuracy, % (higher is better)")
+        axes[0].legend(fontsize=8)
+        for ax in axes:
+            ax.grid(alpha=0.3)
+        fig.suptitle("one line per seed", fontsize=9)
         fig.tight_layout()
         fig.savefig(path, dpi=150)
         plt.close(fig)

@@ -29,7 +29,8 @@ class MinimalGRPO:
 
     with :math:`\rho = \pi_\theta/\pi_{old}` per token, :math:`\epsilon = 0.2` and the k3
     estimator :math:`e^{\ell_{ref}-\ell} - (\ell_{ref}-\ell) - 1`. With ``beta > 0`` a frozen
-    reference copy of the model is kept (the memory GRPO pays and ESSAM does not).
+    reference copy of the model is kept (the memory GRPO pays and ESSAM does not). The model
+    runs in eval mode (no dropout) for sampling and for the loss, as TRL's default.
     Completions are re-tokenized as prompt + completion + EOS (exact for the character
     tokenizer of :mod:`essam.tasks.arithmetic`).
 
@@ -165,7 +166,9 @@ class MinimalGRPO:
         with torch.no_grad():
             old = self._token_logprobs(self.model, ids, mask)
             ref = self._token_logprobs(self.ref, ids, mask) if self.ref is not None else None
-        self.model.train()
+        # dropout off throughout (as TRL's GRPOConfig(disable_dropout=True)): with dropout the
+        # ratio pi/pi_old of a sample is noise even before any update, and the clip acts on it
+        self.model.eval()
         loss_val = 0.0
         for _ in range(self.num_inner):
             logp = self._token_logprobs(self.model, ids, mask)

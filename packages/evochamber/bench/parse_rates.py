@@ -29,7 +29,15 @@ from evochamber import (
     SmallModelPrompts,
     Task,
 )
-from evochamber.policies.llm import parse_insights
+from evochamber.policies.llm import (
+    extract_answer,
+    lesson_lines,
+    parse_answer,
+    parse_insights,
+    reply_text,
+    well_formed,
+)
+from evochamber.policies.prompts import ANSWER_STEPS
 from evochamber.stream import ExactMatch, NumericMatch
 from methodkit.bench import Outcome, ResultRow, check
 
@@ -61,36 +69,71 @@ def _fill(prompts: object, step: str, task: str) -> str:
     )  # fmt: skip
 
 
-def _parsed(step: str, reply: str, small: bool) -> bool:
-    if step in ("answer", "verify", "debate", "solve_with_plan"):
-        return bool(MARKER.search(reply))
-    if step == "distill":
+def _own_lesson(lesson: str, prompt: str) -> bool:
+    """A lesson of >= 4 words that is not a template placeholder or a copy of the prompt."""
+    body = lesson.strip()
+    return len(body.split()) >= 4 and "<" not in body and body.lower() not in prompt.lower()
+
+
+def _parsed(step: str, text: str, prompt: str) -> bool:
+    """Whether LLMPolicy's parsers find what the step asks for in ``text`` (prefix joined)."""
+    if step in ANSWER_STEPS:  # one short answer, in a form the tolerant parser knows
+        return well_formed(extract_answer(text))
+    if step in ("distill", "self_reflect"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return bool(parse_insights(reply, 2))
-    if step == "self_reflect" and small:
-        return bool(LESSON.search(reply))
-    return bool(reply.strip())
+            lessons = parse_insights(text, 2) if step == "distill" else lesson_lines(text)
+        if step == "self_reflect" and not LESSON.search(prompt):  # a free-text lesson
+            lessons = [{"text": text}]
+        return any(_own_lesson(str(d["text"]), prompt) for d in lessons)
+    return bool(text.strip())
 
 
-def step_rates(chat: object, n_tasks: int) -> tuple[dict[str, dict[str, float]], list[dict]]:
-    """Parse rate per (prompt set, step) over the first ``n_tasks`` tasks."""
+def ask(chat: object, prompts: DefaultPrompts, step: str, task: str, max_tokens: int) -> str:
+    """One step's reply the way LLMPolicy sends and reads it (forced prefix included)."""
+    prefix = prompts.prefix(step)
+    msgs = [{"role": "system", "content": "You are agent a1, a careful problem solver."},
+            {"role": "user", "content": _fill(prompts, step, task)}]  # fmt: skip
+    if prefix:
+        msgs.append({"role": "assistant", "content": prefix})
+    if step in ANSWER_STEPS and prompts.answer_max_tokens is not None:
+        max_tokens = min(max_tokens, prompts.answer_max_tokens)
+    return reply_text(step, prefix, chat.chat(msgs, max_tokens=max_tokens)[0].text)
+
+
+def step_rates(
+    chat: object, n_tasks: int, labels: tuple[str, ...] = ("default", "small")
+) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]], list[dict]]:
+    """Parse rate per (prompt set, step) over the first ``n_tasks`` tasks.
+
+    Also the rate of the literal ``Answer:`` marker with an answer after it (the measure of
+    the first SmolLM2 record) and, for the answering steps, the accuracy of the parsed answer.
+    """
+    sets = {"default": DefaultPrompts(), "small": SmallModelPrompts()}
     rates: dict[str, dict[str, float]] = {}
+    extra: dict[str, dict[str, float]] = {}
     examples = []
-    system = "You are agent a1, a careful problem solver."
-    for label, prompts in (("default", DefaultPrompts()), ("small", SmallModelPrompts())):
+    for label in labels:
+        prompts = sets[label]
         rates[label] = {}
         for step in STEPS:
-            ok = 0
-            for k, (_, prompt, _) in enumerate(TASKS[:n_tasks]):
-                msgs = [{"role": "system", "content": system},
-                        {"role": "user", "content": _fill(prompts, step, prompt)}]  # fmt: skip
-                reply = chat.chat(msgs, max_tokens=32)[0].text
-                ok += _parsed(step, reply, label == "small")
-                if k == 0:
-                    examples.append({"prompts": label, "step": step, "reply": reply[:120]})
+            ok = marker = right = 0
+            for k, (niche, prompt, truth) in enumerate(TASKS[:n_tasks]):
+                text = ask(chat, prompts, step, prompt, 32)
+                ok += _parsed(step, text, _fill(prompts, step, prompt))
+                if step in ANSWER_STEPS:
+                    marker += bool(MARKER.search(text))
+                    checker = (NumericMatch if niche == "math" else ExactMatch)(truth)
+                    right += bool(checker(parse_answer(text)))
+                if k < 2:
+                    examples.append({"prompts": label, "step": step, "reply": text[:120]})
             rates[label][step] = ok / n_tasks
-    return rates, examples
+            if step in ANSWER_STEPS:
+                extra[f"{label}:{step}"] = {
+                    "marker_rate": marker / n_tasks,
+                    "answer_accuracy": right / n_tasks,
+                }
+    return rates, extra, examples
 
 
 def end_to_end(chat: object, n_tasks: int, seed: int) -> dict[str, float]:
@@ -126,7 +169,7 @@ def smollm2_parse(args: argparse.Namespace) -> Outcome:
         chat, model = HFChatModel(*load_smollm2()), "SmolLM2-135M-Instruct"
     n = 3 if args.quick else len(TASKS)
     t0 = time.perf_counter()
-    rates, examples = step_rates(chat, n)
+    rates, extra, examples = step_rates(chat, n)
     step_secs = time.perf_counter() - t0
     e2e = end_to_end(chat, n, args.seeds[0])
     rows = [
@@ -151,7 +194,13 @@ def smollm2_parse(args: argparse.Namespace) -> Outcome:
         "max_tokens": 32,
         "decoding": "greedy",
         "step_seconds": step_secs,
+        "parse": "answering steps: the tolerant parser (extract_answer) finds one answer of at "
+        "most 6 words; distill and self_reflect: >= 1 lesson (JSON list or 'Lesson:' lines; the "
+        "default self_reflect: its free text) of >= 4 words that is not a copy of the prompt "
+        "or a '<placeholder>'; plan, reflect, cross_examine: a non-empty reply. Forced prefixes "
+        "(SmallModelPrompts: 'Answer:', 'Lesson:') are part of the text read",
         "rates": rates,
+        "answer_steps": extra,
         "end_to_end": e2e,
         "examples": examples,
     }

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 from parse_rates import smollm2_parse
 from shift import QUICK_SHIFT, SHIFT_CONFIGS, SHIFT_HIB, run_shift
+from smollm2_suite import smollm2
 from tasks import CONFIGS, HIB, QUICK, SIM_LABEL, ceiling, mean, real_model_run, run_one
 
 from evochamber import NicheWorld
@@ -262,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
             "niche_shift": niche_shift,
             "smollm2_plumbing": smollm2_plumbing,
             "smollm2_parse": smollm2_parse,
+            "smollm2": smollm2,
         },
         argv,
         description=f"evochamber on {SIM_LABEL}",

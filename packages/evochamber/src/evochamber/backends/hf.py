@@ -44,6 +44,8 @@ class HFChatModel:
     ) -> list[ChatResult]:
         """Reply to ``messages`` with ``n`` completions (greedy at ``temperature=0``).
 
+        A final ``assistant`` message is a forced prefix: the reply is its continuation.
+
         ``seed`` seeds the sampling inside a forked RNG state (the global one is left as it was).
         """
         import torch
@@ -51,8 +53,13 @@ class HFChatModel:
         msgs = check_chat_args(
             messages, n=n, temperature=temperature, max_tokens=max_tokens, stop=stop, seed=seed
         )
+        # a final assistant message is a forced prefix: the reply continues it
+        prefill = msgs[-1]["role"] == "assistant"
         ids = self.tokenizer.apply_chat_template(
-            msgs, add_generation_prompt=True, return_tensors="pt"
+            msgs,
+            add_generation_prompt=not prefill,
+            continue_final_message=prefill,
+            return_tensors="pt",
         )
         if not isinstance(ids, torch.Tensor):  # newer transformers return a BatchEncoding
             ids = ids["input_ids"]

@@ -7,7 +7,7 @@ vLLM, the llama.cpp server and Ollama.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evochamber.backends.base import ChatResult, Message, check_choices
@@ -25,6 +25,11 @@ class OpenAIChatModel(OpenAIClient):
         max_retries: Retries on 429 / 5xx / timeouts / refused connections, with exponential
             backoff (``Retry-After`` honoured).
         backoff: First wait in seconds (doubles each retry).
+        prefill_extra: Body fields sent when the last message is an ``assistant`` prefix the
+            reply must continue (a small model's forced ``Answer:``). vLLM needs
+            ``{"continue_final_message": True, "add_generation_prompt": False}``; the llama.cpp
+            server and Ollama continue a final assistant message without extra fields. A
+            server that answers afresh instead is still read by the tolerant parsers.
 
     Raises:
         ValueError: On a bad ``base_url``, ``timeout`` or ``max_retries``.
@@ -41,6 +46,7 @@ class OpenAIChatModel(OpenAIClient):
         timeout: float = 60.0,
         max_retries: int = 3,
         backoff: float = 0.5,
+        prefill_extra: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(
             base_url,
@@ -50,15 +56,20 @@ class OpenAIChatModel(OpenAIClient):
             max_retries=max_retries,
             backoff=backoff,
         )
+        if prefill_extra is not None and not isinstance(prefill_extra, Mapping):
+            raise TypeError(f"prefill_extra must be a mapping or None, got {prefill_extra!r}")
+        self.prefill_extra = dict(prefill_extra or {})
 
     def payload(
         self, messages: Sequence[Message], n: int, temperature: float, max_tokens: int,
         stop: Sequence[str] | None, seed: int | None,
     ) -> dict[str, Any]:  # fmt: skip
         """The JSON body sent to the endpoint."""
+        extra = self.prefill_extra if messages and messages[-1].get("role") == "assistant" else {}
         return self.chat_body(
-            messages, n=n, temperature=temperature, max_tokens=max_tokens, stop=stop, seed=seed
-        )
+            messages, n=n, temperature=temperature, max_tokens=max_tokens, stop=stop, seed=seed,
+            **extra,
+        )  # fmt: skip
 
     def chat(  # type: ignore[override]
         self,
@@ -71,7 +82,12 @@ class OpenAIChatModel(OpenAIClient):
         seed: int | None = None,
         **extra: Any,
     ) -> list[ChatResult]:
-        """Reply to ``messages`` with ``n`` completions (``extra``: e.g. ``logprobs=True``)."""
+        """Reply to ``messages`` with ``n`` completions (``extra``: e.g. ``logprobs=True``).
+
+        A final ``assistant`` message is a forced prefix (``prefill_extra`` is added).
+        """
+        if messages and messages[-1].get("role") == "assistant":
+            extra = {**self.prefill_extra, **extra}
         results = super().chat(
             messages,
             n=n,

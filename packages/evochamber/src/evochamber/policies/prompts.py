@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+#: Steps whose reply is an answer (parsed by :func:`~evochamber.policies.llm.parse_answer`).
+ANSWER_STEPS = ("answer", "verify", "debate", "solve_with_plan")
+#: Steps whose reply is one or more lessons (``Lesson: ...`` lines or a JSON list).
+LESSON_STEPS = ("distill", "self_reflect")
+
 
 @dataclass(frozen=True)
 class DefaultPrompts:
@@ -43,39 +48,59 @@ class DefaultPrompts:
         "Task:\n{task}\n\nYour answer: {answer}\nFeedback: {feedback}\nWrite one reusable "
         "lesson for similar tasks, in one sentence."
     )
+    #: Text forced at the start of the reply of every answering step (``""``: none). The
+    #: back-end continues it (transformers; llama.cpp server, Ollama and vLLM with
+    #: ``continue_final_message``); a back-end that ignores it still replies, and the tolerant
+    #: parser reads either form.
+    answer_prefix: str = ""
+    #: Text forced at the start of the reply of the lesson steps (distill, self_reflect).
+    lesson_prefix: str = ""
+    #: Completion budget of the answering steps (``None``: the policy's ``max_tokens``).
+    answer_max_tokens: int | None = None
+
+    def prefix(self, step: str) -> str:
+        """The forced reply prefix of ``step`` (a field name of the templates)."""
+        if step in ANSWER_STEPS:
+            return self.answer_prefix
+        if step in LESSON_STEPS:
+            return self.lesson_prefix
+        return ""
 
 
 @dataclass(frozen=True)
 class SmallModelPrompts(DefaultPrompts):
-    """Prompts a ~135M instruct model can follow: few-shot, one short answer line each.
+    """Prompts a ~135M instruct model can follow: few-shot, a forced answer line, short replies.
 
-    Every answering step shows two worked examples and asks for exactly one line
-    ``Answer: <answer>``; distillation asks for lines ``Lesson: <one sentence>`` (parsed by
-    :func:`~evochamber.policies.llm.parse_insights`, which also accepts the JSON list of
+    Every answering step shows worked examples ending in a line ``Answer: <answer>`` and forces
+    the reply to start with ``Answer:`` (:attr:`answer_prefix`), so the model only has to
+    continue one short line; the lesson steps start with ``Lesson: When`` and show no example
+    (a 135M model copies an example lesson word for word). Replies are
+    read by the tolerant :func:`~evochamber.policies.llm.parse_answer` (which also accepts
+    ``The answer is X``, a bare last line, ``... = 12``) and
+    :func:`~evochamber.policies.llm.parse_insights` (also the JSON list of
     :class:`DefaultPrompts`). Use with ``LLMPolicy(chat, prompts=SmallModelPrompts())``.
     """
 
     answer: str = (
-        "Reply with one line: Answer: <answer>.\n\n"
+        "Reply with one line: Answer: <answer>. One word or number.\n\n"
         "Task: What is 2 + 2?\nAnswer: 4\n\n"
         "Task: What is the capital of Italy? Answer with one word.\nAnswer: Rome\n\n"
         "Task: {task}"
     )
     verify: str = (
-        "Check the answer. Reply with one line: Answer: <correct answer>.\n\n"
+        "Check the proposed answer. Reply with one line: Answer: <correct answer>.\n\n"
         "Task: What is 3 + 4?\nProposed: 8\nAnswer: 7\n\n"
         "Task: What colour is grass? Answer with one word.\nProposed: green\nAnswer: green\n\n"
         "Task: {task}\nProposed: {answer}"
     )
     debate: str = (
-        "Others answered: {peers}. You answered: {answer}. Reply with one line: "
-        "Answer: <answer>.\n\n"
-        "Task: What is 5 + 1?\nOthers answered: 6. You answered: 7.\nAnswer: 6\n\n"
-        "Task: {task}"
+        "Read the other answers, then reply with one line: Answer: <answer>.\n\n"
+        "Task: What is 5 + 1?\nOthers: 6\nYou: 7\nAnswer: 6\n\n"
+        "Task: {task}\nOthers: {peers}\nYou: {answer}"
     )
     plan: str = "Task: {task}\nIn one short line, say how to solve it (no answer)."
     solve_with_plan: str = (
-        "Reply with one line: Answer: <answer>.\n\n"
+        "Follow the plan. Reply with one line: Answer: <answer>.\n\n"
         "Task: What is 6 - 2?\nPlan: subtract.\nAnswer: 4\n\n"
         "Task: {task}\nPlan: {plan}"
     )
@@ -87,13 +112,17 @@ class SmallModelPrompts(DefaultPrompts):
         "Task: {task}\nReflections:\n{reflections}\nIn one short sentence, say which "
         "reflection is wrong, or 'none'."
     )
+    # no worked lesson here: SmolLM2 copies an example lesson verbatim (12 of 12 replies);
+    # the forced start "Lesson: When" makes it write its own, about the task
     distill: str = (
-        "Write {m} short lessons for similar tasks, one per line, each starting 'Lesson:'.\n\n"
-        "Task: What is 8 - 5?\nReflections: the answer 13 added instead of subtracting.\n"
-        "Lesson: Read the operator before computing.\n\n"
-        "Task: {task}\nReflections:\n{reflections}\nCritique: {critique}"
+        "Task: {task}\nReflections:\n{reflections}\nCritique: {critique}\n\n"
+        "Write at most {m} short lessons for similar tasks, one per line, each starting "
+        "'Lesson:'."
     )
     self_reflect: str = (
-        "Task: {task}\nYour answer: {answer}. {feedback}.\n"
-        "Write one line: Lesson: <one sentence for similar tasks>."
+        "Task: {task}\nYour answer: {answer}. {feedback}.\n\n"
+        "Write one short lesson for similar tasks, starting 'Lesson:'."
     )
+    answer_prefix: str = "Answer:"
+    lesson_prefix: str = "Lesson: When"
+    answer_max_tokens: int | None = 12

@@ -186,7 +186,9 @@ class BeliefPropagation:
                     run.v2f[(src[1], dst[1])] = run.var_to_factor(src[1], dst[1])
                 else:
                     run.f2v[(src[1], dst[1])] = run.factor_to_var(src[1], dst[1])
-            log_z = sum(_reduce(run.beliefs(r), [1], mode) for r in roots)
+            log_z = torch.zeros(B, dtype=lp.dtype, device=lp.device)  # one tree per root
+            for r in roots:
+                log_z = log_z + _reduce(run.beliefs(r), [1], mode)
             valid = log_z > NEG_THRESHOLD
             return run, valid, {"tree": 1.0, "iterations": 1.0, "log_z": log_z}
         return self._loopy(run, graph, B)

@@ -54,7 +54,9 @@ class Enumeration:
         if mask.shape != (lp.shape[0], self.states.shape[0]):
             raise ValueError(f"got {mask.shape[0]} labels for a batch of {lp.shape[0]} examples")
         st = self._states_t
-        logw = sum(lp[:, i, st[:, i]] for i in range(st.shape[1]))
+        logw = torch.zeros(lp.shape[0], st.shape[0], dtype=lp.dtype, device=lp.device)
+        for i in range(st.shape[1]):
+            logw = logw + lp[:, i, st[:, i]]
         return torch.where(mask, logw, torch.full_like(logw, NEG)), mask
 
     def log_likelihood(self, logits: Logits, y: Any) -> torch.Tensor:

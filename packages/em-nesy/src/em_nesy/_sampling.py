@@ -33,7 +33,7 @@ class _Sampler:
         """Unnormalised float64 weights ``(B, S)`` and the exact-consistency mask."""
         raise NotImplementedError
 
-    def _draw(self, logits: Logits, y: Any) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def _draw(self, logits: Logits, y: Any) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
         lp = log_probs(logits, self.program.domains)
         B, n, K = lp.shape
         cdf = lp.double().exp().cumsum(-1)

@@ -19,10 +19,21 @@ from ema_nesterov._wrapping import (
 )
 
 if torch.distributed.is_available():
-    from torch.distributed.tensor import DTensor as _DTensor
-else:  # pragma: no cover - torch built without distributed support
-    _DTensor = None
+    from torch.distributed.tensor import DTensor
 
+    def _local_shard(t: torch.Tensor) -> torch.Tensor:
+        """A DTensor's local shard; any other tensor as it is."""
+        return t.to_local() if isinstance(t, DTensor) else t
+
+else:  # pragma: no cover - torch built without distributed support
+
+    def _local_shard(t: torch.Tensor) -> torch.Tensor:
+        """The tensor as it is (no DTensor without torch.distributed)."""
+        return t
+
+
+#: one bucket of :meth:`EMANesterov._pre_step`: saved ``y`` (None when folded), params, m, scale
+_PlanEntry = tuple[list[torch.Tensor] | None, list[torch.Tensor], list[torch.Tensor], float]
 _APPLIED = "_ema_beta_applied"
 _EMA_KEYS = ("step", "training", "state", "beta_applied", "config")
 _CONFIG_KEYS = ("memory_efficient", "n_params", "shapes", "base_classes")
@@ -47,8 +58,7 @@ def _real_view(t: torch.Tensor) -> torch.Tensor:
     imaginary parts the update is exactly that of the ``view_as_real`` parameters (what
     torch's own optimizers do with complex tensors).
     """
-    if _DTensor is not None and isinstance(t, _DTensor):
-        t = t.to_local()
+    t = _local_shard(t)
     return torch.view_as_real(t) if t.is_complex() else t
 
 
@@ -362,13 +372,13 @@ class EMANesterov(torch.optim.Optimizer):
                 bucket[3].append(_real_view(self._buffer(p, "y")))
         return list(buckets.values())
 
-    def _pre_step(self, gamma: float, b: float, params: list[torch.Tensor]) -> list:
+    def _pre_step(self, gamma: float, b: float, params: list[torch.Tensor]) -> list[_PlanEntry]:
         """Fold ``y`` into ``m`` or save it; the plan holds what :meth:`_post_step` needs.
 
         Each bucket's tensors are walked back to front in chunks (``backwards``), so both
         passes meet the base step's sweep in cache.
         """
-        plan = []
+        plan: list[_PlanEntry] = []
         for folds, ps, ms, ys in self._buckets(params):
             if folds:  # m <- (gamma + (1 - gamma) b) m - (1 - gamma) y_t, completed after
                 ps, ms = backwards(ps, ms)
@@ -379,7 +389,7 @@ class EMANesterov(torch.optim.Optimizer):
                 plan.append((ys, ps, ms, 1.0))
         return plan
 
-    def _post_step(self, gamma: float, b: float, b_next: float, plan: list) -> None:
+    def _post_step(self, gamma: float, b: float, b_next: float, plan: list[_PlanEntry]) -> None:
         for ys, ps, ms, scale in plan:
             if ys is None:
                 fold_out(ps, ms, gamma, b_next, scale)

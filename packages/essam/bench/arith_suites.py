@@ -26,8 +26,8 @@ FULL: dict[str, Any] = {
     "n_eval": 300,
     "population": 8,
     "prompts_per_iter": 16,
-    "rollout_budget": 6400,
-    "checkpoints": 6,
+    "rollout_budget": 4800,
+    "checkpoints": 4,
     "lr_over_sigma": 0.5,  # alpha / sigma of the ES-at-scale defaults (5e-4 / 1e-3)
     "rho": "auto",  # 0.05 * sigma * sqrt(d)
     "sigmas": [1e-3, 3e-3, 1e-2],
@@ -35,7 +35,7 @@ FULL: dict[str, Any] = {
     "grpo": {"G": 8, "prompts": 8, "lr": 1e-4, "beta": 0.0},
     "max_new_tokens": 40,
     "scale": "spec: N = 32, 128 prompts, >= 300 iterations; here N = 8, 16 prompts, "
-    "6400 rollouts per run (1/60 of the spec's ~1.2 M ES rollouts)",
+    "4800 rollouts per run (1/250 of the spec's ~1.2 M ES rollouts)",
     "train_reward": "partial credit 0.5 max(0, 1 - |pred - answer| / 10), 1 if exact",
     "accuracy": "exact match of '#### <n>', greedy, 300 held-out rl_test problems",
     "phrasing": "compact (see README)",

@@ -52,6 +52,16 @@ def test_generator_chat_rejects_a_non_generator():
         GeneratorChat(object())
 
 
+def test_generator_chat_needs_render_for_a_text_prompt_generator():
+    """Messages sent as a text prompt used to fail deep inside (list + str, unhashable list)."""
+    from preg.generators import PoolGenerator
+
+    for gen in (OpenAICompatGenerator("http://127.0.0.1:9", "m"), PoolGenerator({})):
+        with pytest.raises(TypeError, match="samples from text prompts, not chat messages"):
+            GeneratorChat(gen)
+        assert GeneratorChat(gen, render=str).render is str
+
+
 def test_server_errors_are_the_core_error_types(char_tokenizer):
     server, url = serve_completions(object())  # every request fails inside the handler
     server.shutdown()

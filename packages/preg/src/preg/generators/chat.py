@@ -11,6 +11,7 @@ from typing import Any
 
 from methodkit.llm import ChatReply, check_chat_args
 
+from ..types import Path
 from .base import Generator
 
 __all__ = ["GeneratorChat"]
@@ -22,12 +23,14 @@ class GeneratorChat:
     Args:
         generator: The sampling back-end (``HFGenerator``, ``OpenAICompatGenerator``, ...).
         render: ``f(messages) -> prompt`` (e.g. a chat template rendered to text for an
-            HTTP completions server); by default the messages go to ``sample`` as they are
-            (``HFGenerator`` renders them with the tokenizer's chat template).
+            HTTP completions server); by default the messages go to ``sample`` as they are,
+            which needs a generator with ``accepts_messages = True`` (``HFGenerator`` renders
+            them with the tokenizer's chat template).
         top_p: Nucleus mass when sampling (``temperature > 0``).
 
     Raises:
-        TypeError: If ``generator`` has no ``sample`` method.
+        TypeError: If ``generator`` has no ``sample`` method, or takes text prompts only
+            (no ``accepts_messages``) and no ``render`` is given.
     """
 
     def __init__(
@@ -39,6 +42,11 @@ class GeneratorChat:
     ) -> None:
         if not callable(getattr(generator, "sample", None)):
             raise TypeError(f"generator must have a sample() method, got {generator!r}")
+        if render is None and not getattr(generator, "accepts_messages", False):
+            raise TypeError(
+                f"{type(generator).__name__} samples from text prompts, not chat messages: "
+                "pass render=f(messages) -> str (e.g. the model's chat template)"
+            )
         self.generator, self.render, self.top_p = generator, render, float(top_p)
 
     def chat(
@@ -56,9 +64,9 @@ class GeneratorChat:
             messages, n=n, temperature=temperature, max_tokens=max_tokens, stop=stop, seed=seed
         )
         prompt = self.render(msgs) if self.render is not None else msgs
-        paths = self.generator.sample(
-            prompt, n, max_tokens, temperature=temperature, top_p=self.top_p, seed=seed
-        )
+        # without render, the generator takes messages (accepts_messages, checked in __init__)
+        sample: Callable[..., list[Path]] = self.generator.sample
+        paths = sample(prompt, n, max_tokens, temperature=temperature, top_p=self.top_p, seed=seed)
         encode = getattr(self.generator, "encode", None)
         n_prompt = len(encode(prompt)) if callable(encode) else 0
         replies = []

@@ -50,6 +50,7 @@ class HFGenerator:
     """
 
     supports_logprobs = True
+    accepts_messages = True  # sample() also takes chat messages (rendered by the tokenizer)
 
     def __init__(
         self,
@@ -97,8 +98,8 @@ class HFGenerator:
             except TypeError:
                 ids = list(self.tokenizer.encode(prompt))
             bos = getattr(self.tokenizer, "bos_token_id", None)
-            add = bool(getattr(self.tokenizer, "add_bos_token", False)) and bos is not None
-            if add and ids[:1] != [bos]:
+            add = bool(getattr(self.tokenizer, "add_bos_token", False))
+            if add and bos is not None and ids[:1] != [bos]:
                 ids = [int(bos), *ids]
         elif _is_chat(prompt):
             if not callable(getattr(self.tokenizer, "apply_chat_template", None)):

@@ -22,6 +22,7 @@ import argparse
 import sys
 from collections.abc import Callable
 
+import cost
 import dose
 import tasks
 
@@ -133,11 +134,17 @@ def dose_response(args: argparse.Namespace) -> Outcome:
     )
 
 
+def cost_suite(args: argparse.Namespace) -> Outcome:
+    """ms/image and peak memory of EasyLens' encode_image beside the plain one (issue 51)."""
+    return cost.cost(args, lambda: _world(args)[1:])
+
+
 def main(argv: list[str] | None = None) -> int:
     suites = {
         "calibration": calibration,
         "subtle_lesions": subtle_lesions,
         "dose_response": dose_response,
+        "cost": cost_suite,
     }
     return run_suite(PACKAGE, suites, argv)
 

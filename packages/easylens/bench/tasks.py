@@ -226,20 +226,12 @@ def _mean(vals: dict, method: str, metric: str) -> float:
 
 def claims(vals: dict, check: Callable, compare: Callable) -> list:
     """The spec's claims (a)-(e) and the world's calibration, from per-seed values."""
-    m = lambda a, b: _mean(vals, a, b)  # noqa: E731
-    van_s, van_o = m("vanilla", "auroc_subtle"), m("vanilla", "auroc_obvious")
-    ez_s, ez_o = m("easylens", "auroc_subtle"), m("easylens", "auroc_obvious")
-    per_seed = np.asarray(vals[("easylens", "auroc_subtle")]) - np.asarray(
-        vals[("vanilla", "auroc_subtle")]
-    )
-    gain, drop = ez_s - van_s, van_o - ez_o
-    orc = m("oracle_tag", "auroc_subtle") - van_s
-    bl_s, bl_o, rn_s = (
-        m("blind_amplifier", "auroc_subtle"),
-        m("blind_amplifier", "auroc_obvious"),
-        m("random_tag", "auroc_subtle"),
-    )
-    cos = m("easylens", "cos_normal")
+    return [*_world_claims(vals, check), *_easylens_claims(vals, check, compare)]
+
+
+def _world_claims(vals: dict, check: Callable) -> list:
+    """The world's band and (a): Vanilla has room on subtle lesions and dilutes them."""
+    van_s, van_o = _mean(vals, "vanilla", "auroc_subtle"), _mean(vals, "vanilla", "auroc_obvious")
     return [
         check(
             "world calibrated: Vanilla subtle-lesion AUROC has room (0.55 <= AUROC <= 0.90)",
@@ -253,6 +245,21 @@ def claims(vals: dict, check: Callable, compare: Callable) -> list:
             f"obvious {van_o:.3f} - subtle {van_s:.3f} = {van_o - van_s:.3f}",
             inputs=[van_o, van_s],
         ),
+    ]
+
+
+def _easylens_claims(vals: dict, check: Callable, compare: Callable) -> list:
+    """(b)-(e): EasyLens' gain, its cost on obvious lesions, the oracle, the baselines, drift."""
+    m = lambda a, b: _mean(vals, a, b)  # noqa: E731
+    van_s, van_o = m("vanilla", "auroc_subtle"), m("vanilla", "auroc_obvious")
+    ez_s, ez_o = m("easylens", "auroc_subtle"), m("easylens", "auroc_obvious")
+    per_seed = np.asarray(vals[("easylens", "auroc_subtle")]) - np.asarray(
+        vals[("vanilla", "auroc_subtle")]
+    )
+    gain, drop = ez_s - van_s, van_o - ez_o
+    orc = m("oracle_tag", "auroc_subtle") - van_s
+    cos = m("easylens", "cos_normal")
+    return [
         check(
             "(b) EasyLens raises subtle AUROC by >= 0.02 over Vanilla (mean), every seed positive",
             gain >= 0.02 and bool((per_seed > 0).all()),
@@ -272,6 +279,23 @@ def claims(vals: dict, check: Callable, compare: Callable) -> list:
             f"oracle {m('oracle_tag', 'auroc_subtle'):.3f} vs vanilla {van_s:.3f} ({orc:+.3f})",
             inputs=[orc],
         ),
+        *_baseline_claims(vals, compare),
+        check(
+            "(e) normal images nearly unchanged: mean cos(g', g) on normal test images >= 0.97",
+            cos >= 0.97,
+            f"mean cos {cos:.4f}",
+            inputs=[cos],
+        ),
+    ]
+
+
+def _baseline_claims(vals: dict, compare: Callable) -> list:
+    """(d): EasyLens beats BlindAmplifier and RandomTag; blind amplification hurts obvious."""
+    m = lambda a, b: _mean(vals, a, b)  # noqa: E731
+    ez_s, van_o = m("easylens", "auroc_subtle"), m("vanilla", "auroc_obvious")
+    bl_s, bl_o = m("blind_amplifier", "auroc_subtle"), m("blind_amplifier", "auroc_obvious")
+    rn_s = m("random_tag", "auroc_subtle")
+    return [
         compare(
             "(d) EasyLens beats BlindAmplifier on subtle AUROC",
             ez_s,
@@ -292,12 +316,6 @@ def claims(vals: dict, check: Callable, compare: Callable) -> list:
             "<",
             van_o,
             measured=f"blind {bl_o:.4f} vs vanilla {van_o:.4f}",
-        ),
-        check(
-            "(e) normal images nearly unchanged: mean cos(g', g) on normal test images >= 0.97",
-            cos >= 0.97,
-            f"mean cos {cos:.4f}",
-            inputs=[cos],
         ),
     ]
 

@@ -191,6 +191,8 @@ def train_tiny_clip(
 ) -> tuple[TinyCLIP, TinyTokenizer]:
     """Train TinyCLIP from scratch with a CLIP loss (AdamW, cosine schedule).
 
+    Named steps: look up the cache (:func:`cache_path`), build the training set
+    (:func:`training_set`), run the steps (:func:`fit_clip`, loss :func:`clip_loss`), store.
     Reports that are identical within a batch are all positives (soft targets). With
     ``cache_dir`` the checkpoint is stored there, keyed by every argument but ``progress``
     (a bar over the training steps; None: on a terminal only).
@@ -204,13 +206,53 @@ def train_tiny_clip(
         "mix": list(mix),
         "version": 2,  # 2: "subtle" scans recalibrated (scans.REGIMES)
     }
-    key = hashlib.sha1(json.dumps(cfg, sort_keys=True).encode()).hexdigest()[:16]
     model, tok = TinyCLIP(seed=seed), TinyTokenizer()
-    path = Path(cache_dir) / f"tinyclip-{key}.pt" if cache_dir is not None else None
+    path = cache_path(cache_dir, cfg)
     if path is not None and path.exists():
         model.load_state_dict(torch.load(path, weights_only=True))
         return model.eval().requires_grad_(False), tok
     images, texts = training_set(n_train, mix, seed + 1000)
+    fit_clip(model, tok, images, texts, steps, batch_size, lr, seed, progress)
+    model.eval().requires_grad_(False)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        torch.save(model.state_dict(), path)
+    return model, tok
+
+
+def cache_path(cache_dir: str | Path | None, cfg: dict) -> Path | None:
+    """``<cache_dir>/tinyclip-<hash of cfg>.pt`` (None without a cache directory)."""
+    if cache_dir is None:
+        return None
+    key = hashlib.sha1(json.dumps(cfg, sort_keys=True).encode()).hexdigest()[:16]
+    return Path(cache_dir) / f"tinyclip-{key}.pt"
+
+
+def clip_loss(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Symmetric CLIP loss over ``logits [B, unique reports]`` with report ids ``y [B]``.
+
+    Image -> text: cross-entropy to the image's report. Text -> image: every image of the
+    batch with the same report is a positive (soft target).
+    """
+    loss_i = nnf.cross_entropy(logits, y)
+    same = (y[:, None] == y[None, :]).float()
+    lt = logits[:, y].T  # text of image j vs image i
+    loss_t = -(nnf.log_softmax(lt, dim=1) * same / same.sum(1, keepdim=True)).sum(1).mean()
+    return 0.5 * (loss_i + loss_t)
+
+
+def fit_clip(
+    model: TinyCLIP,
+    tok: TinyTokenizer,
+    images: torch.Tensor,
+    texts: list[str],
+    steps: int,
+    batch_size: int,
+    lr: float,
+    seed: int,
+    progress: bool | None = None,
+) -> None:
+    """``steps`` AdamW steps (warm-up then cosine decay) of :func:`clip_loss`, in place."""
     unique = sorted(
         set(texts) | {report(None, None)} | {report(m, s) for m in MORPHOLOGIES for s in SIDES}
     )
@@ -225,22 +267,11 @@ def train_tiny_clip(
     model.train()
     for _ in show_progress(range(steps), enabled=progress, desc="TinyCLIP training"):
         idx = torch.randint(len(images), (batch_size,), generator=gen)
-        x = images[idx]
-        gi = nnf.normalize(model.encode_image(x), dim=-1)
+        gi = nnf.normalize(model.encode_image(images[idx]), dim=-1)
         gt = nnf.normalize(model.encode_text(ids), dim=-1)
         logits = model.logit_scale.exp().clamp(max=100) * gi @ gt.T  # [B, unique reports]
-        y = label[idx]
-        loss_i = nnf.cross_entropy(logits, y)
-        same = (y[:, None] == y[None, :]).float()
-        lt = logits[:, y].T  # text of image j vs image i
-        loss_t = -(nnf.log_softmax(lt, dim=1) * same / same.sum(1, keepdim=True)).sum(1).mean()
-        loss = 0.5 * (loss_i + loss_t)
+        loss = clip_loss(logits, label[idx])
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
         sched.step()
-    model.eval().requires_grad_(False)
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        torch.save(model.state_dict(), path)
-    return model, tok

@@ -258,3 +258,41 @@ def test_bad_model_masker_and_names(data):
         esensc.Explainer(mlp_like, bg, feature_names=["a", "b"])
     with pytest.raises(ValueError, match="weights must have shape"):
         Independent(bg, weights=[1.0, 2.0])
+
+
+@pytest.mark.parametrize("per_block", [1, 3, 7, 14, 15, 16, 29, 40])
+def test_reused_buffer_blocks_match_the_masked_where_in_call_order(rng, per_block):
+    # the explainer asks for consecutive blocks of per_block pairs; the builder rewrites one
+    # buffer and only restores / writes columns where a slot keeps its base
+    from esensc._game import leave_one_out_builder, leave_one_out_masks, mask_builder
+
+    n, B, rows = 7, 5, 3
+    X, bg = rng.normal(size=(rows, n)), rng.normal(size=(B, n))
+    fast, ref = leave_one_out_builder(X, bg), mask_builder(X, bg, leave_one_out_masks(n))
+    total = rows * (2 * n + 1)
+    for _ in range(2):  # a second pass starts from a dirty buffer
+        for q0 in range(0, total, per_block):
+            q1 = min(q0 + per_block, total)
+            np.testing.assert_array_equal(fast(q0, q1), ref(q0, q1))
+
+
+def test_masked_rows_are_read_only_views_of_one_buffer(rng):
+    # the cost beyond the model: no (B, n) copy per coalition once a slot holds its base
+    from esensc._game import leave_one_out_builder
+
+    n, B = 40, 6
+    build = leave_one_out_builder(rng.normal(size=(2, n)), rng.normal(size=(B, n)))
+    first, second = build(0, 10), build(10, 20)
+    assert np.shares_memory(first, second)
+    assert not second.flags.writeable
+
+
+def test_model_that_writes_into_its_input_fails_loudly(data):
+    bg, X = data
+
+    def scaling_in_place(Z):
+        Z *= 2.0
+        return Z.sum(axis=1)
+
+    with pytest.raises(ValueError, match="read-only"):
+        esensc.Explainer(scaling_in_place, bg).attribute(X)

@@ -53,7 +53,10 @@ class ESENSCExplainer:
         model: A callable mapping an (m, n) array (a DataFrame if the background was one) to
             (m,) or (m, k) outputs; or an estimator (scikit-learn, XGBoost, LightGBM, CatBoost,
             pipelines); or a torch ``nn.Module`` (run under ``torch.no_grad()`` on its own
-            device and dtype).
+            device and dtype). The arrays a callable receives are read-only views of a buffer
+            that esensc reuses between calls: a model must not write into its input (numpy
+            raises if it tries; copy first), and ``torch.as_tensor`` on them warns once per
+            process (use ``torch.tensor``, which copies).
         masker: Background: an :class:`esensc.maskers.Independent`, a
             ``shap.maskers.Independent``, a 2-D array/DataFrame (subsampled to 100 rows) or a
             1-D baseline vector.

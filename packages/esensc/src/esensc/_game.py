@@ -4,8 +4,9 @@ For explained rows ``X`` (rows, n), background ``b`` (B, n) with weights ``w`` a
 ``c = 0..C-1``, :func:`coalition_values` returns ``Σ_j w_j f(x_S, b_{j,~S})`` (before the link)
 for every (row, coalition) pair ``q = r·C + c``, using ``rows·C·B`` model rows fed to the model
 in chunks of at most ``batch_size`` rows. A builder makes the masked rows of a range of pairs
-as a (pairs, B, n) block: :func:`leave_one_out_builder` for ESENSC's coalitions (broadcast
-copies plus one diagonal write), :func:`mask_builder` for any boolean masks.
+as a (pairs, B, n) block: :func:`leave_one_out_builder` for ESENSC's coalitions (one reused
+buffer: two column writes per coalition once a slot holds its base), :func:`mask_builder` for
+any boolean masks.
 """
 
 from __future__ import annotations
@@ -31,35 +32,66 @@ def leave_one_out_builder(X: NDArray[np.float64], bg: NDArray[np.float64]) -> Bu
     Coalition ``c = i`` is ``{i}``, ``c = n + i`` is ``N minus {i}``, ``c = 2n`` is ``N``
     (``C = 2n + 1`` per row, pair ``q = r·C + c``). The B masked rows of ``{i}`` are the
     background with column i set to ``x_i``; those of ``N minus {i}`` are ``x`` repeated with
-    column i taken from the background. So a run of consecutive coalitions is one broadcast
-    copy (of ``bg`` or of ``x``) plus one diagonal write, with no index gathers.
+    column i taken from the background.
+
+    The block returned is a read-only view of one buffer that the next call rewrites: each
+    slot of the buffer remembers its base (the background, or row ``x_r`` repeated) and the one
+    column it changed, so a slot that keeps its base costs two column writes (restore, then
+    write) instead of a (B, n) copy. Consecutive blocks of large n keep their bases (runs of
+    ``{i}`` and ``N minus {i}`` are n long), which takes the O(B·n) copy per coalition out of
+    the cost beyond the model. The model gets the view read-only, so a model that writes into
+    its input fails loudly instead of corrupting later blocks.
     """
-    n, B = X.shape[1], bg.shape[0]
-    C, bg_t = 2 * n + 1, np.ascontiguousarray(bg.T)
+    return _LeaveOneOutBlocks(X, bg)
 
-    def build(q0: int, q1: int) -> NDArray[np.float64]:
-        Z = np.empty((q1 - q0, B, n))
-        q = q0
-        while q < q1:
-            r, c = divmod(q, C)
-            s = q - q0
-            if c == 2 * n:  # grand coalition: x itself, B times
-                Z[s] = X[r]
-                q += 1
-                continue
-            first = c if c < n else c - n  # feature of the first coalition in this run
-            k = min((n if c < n else 2 * n) - c, q1 - q)  # coalitions left in this run
-            block, diag, cols = Z[s : s + k], np.arange(k), np.arange(first, first + k)
-            if c < n:  # {i}: background rows, column i from x
-                block[...] = bg
-                block[diag, :, cols] = X[r, cols][:, None]
-            else:  # N minus {i}: x, column i from each background row
-                block[...] = X[r]
-                block[diag, :, cols] = bg_t[cols]
-            q += k
-        return Z
 
-    return build
+_NO_BASE, _BG_BASE = -2, -1  # slot contents that are no row index of X
+
+
+class _LeaveOneOutBlocks:
+    """The stateful builder behind :func:`leave_one_out_builder` (one buffer, reused)."""
+
+    def __init__(self, X: NDArray[np.float64], bg: NDArray[np.float64]) -> None:
+        self.X, self.bg, self.bg_t = X, bg, np.ascontiguousarray(bg.T)
+        self.n, self.B = X.shape[1], bg.shape[0]
+        self.Z: NDArray[np.float64] = np.empty((0, self.B, self.n))
+        self.base: NDArray[np.int64] = np.empty(0, dtype=np.int64)  # per slot: _BG_BASE or r
+        self.col: NDArray[np.int64] = np.empty(0, dtype=np.int64)  # column changed, or -1
+
+    def _grow(self, k: int) -> None:
+        if k > len(self.Z):
+            self.Z = np.empty((k, self.B, self.n))
+            self.base = np.full(k, _NO_BASE, dtype=np.int64)
+            self.col = np.full(k, -1, dtype=np.int64)
+
+    def __call__(self, q0: int, q1: int) -> NDArray[np.float64]:
+        self._grow(q1 - q0)
+        n, Z, X, bg_t = self.n, self.Z, self.X, self.bg_t
+        Z.flags.writeable = True
+        slot = np.arange(q1 - q0)
+        r, c = np.divmod(np.arange(q0, q1), 2 * n + 1)
+        single = c < n
+        need = np.where(single, _BG_BASE, r)
+        base, col = self.base[slot], self.col[slot]
+        keep = base == need
+        # slots that keep their base: restore the column the last block changed
+        fix = keep & (col >= 0)
+        on_bg = fix & (base == _BG_BASE)
+        on_x = fix & (base >= 0)
+        Z[slot[on_bg], :, col[on_bg]] = bg_t[col[on_bg]]
+        Z[slot[on_x], :, col[on_x]] = X[base[on_x], col[on_x]][:, None]
+        # slots whose base changes: a full copy of the background or of x_r
+        Z[slot[~keep & single]] = self.bg
+        refill = slot[~keep & ~single]
+        Z[refill] = X[r[refill]][:, None, :]
+        # the coalition's own column: x_i into the background, or b_i into x
+        Z[slot[single], :, c[single]] = X[r[single], c[single]][:, None]
+        loo = ~single & (c < 2 * n)
+        Z[slot[loo], :, c[loo] - n] = bg_t[c[loo] - n]
+        self.base[slot] = need
+        self.col[slot] = np.where(single, c, np.where(loo, c - n, -1))
+        Z.flags.writeable = False
+        return Z[: q1 - q0]
 
 
 def mask_builder(

@@ -60,8 +60,11 @@ def _torch_function(module: Any) -> ModelFn:
         device, dtype = torch.device("cpu"), torch.get_default_dtype()
 
     def f(Z: Any) -> NDArray[np.float64]:
+        arr = np.asarray(Z)
+        # esensc hands its masked rows read-only (one reused buffer): copy those, share others
+        to_tensor = torch.as_tensor if arr.flags.writeable else torch.tensor
         with torch.no_grad():
-            out = module(torch.as_tensor(np.asarray(Z), dtype=dtype, device=device))
+            out = module(to_tensor(arr, dtype=dtype, device=device))
         return out.detach().cpu().double().numpy()
 
     return f

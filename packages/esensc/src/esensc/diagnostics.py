@@ -50,9 +50,9 @@ def equal_split_share(
 
 def warn_if_flat(share: NDArray[np.float64], link: str, output: str) -> None:
     """Warn (``RuntimeWarning``) when most rows' games are near-flat, naming a better scale."""
-    flat = share > FLAT_SHARE
+    flat: NDArray[np.bool_] = np.asarray(share > FLAT_SHARE)
     if flat.ndim > 1:
-        flat = flat.any(axis=tuple(range(1, flat.ndim)))
+        flat = np.asarray(flat.any(axis=tuple(range(1, flat.ndim))))
     if flat.size == 0 or flat.mean() <= FLAT_ROWS:
         return
     if link == "identity" and output in ("probability", "callable", "torch"):

@@ -26,7 +26,7 @@ from ep_flow.baselines import RowSimplexFlow
 from methodkit.bench import Outcome, ResultRow, check
 
 FULL = {"n_train": 300, "n_test": 64, "train_steps": 200, "batch": 32, "lr": 3e-3,
-        "ode_steps": 50, "reps": 7, "width": 32, "layers": 2, "heads": 4,
+        "ode_steps": 50, "reps": 11, "width": 32, "layers": 2, "heads": 4,
         "lam_f": 12.0}  # fmt: skip
 QUICK = {**FULL, "n_train": 40, "n_test": 8, "train_steps": 5, "ode_steps": 5, "reps": 5}
 METHOD = "EP-Flow (Euler + Sinkhorn decode)"

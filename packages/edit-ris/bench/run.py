@@ -4,7 +4,7 @@ The procedural scene world and a TinyEditor trained from scratch in the run (as 
 editor, never on masks) are a synthetic stand-in for RefCOCO and InstructPix2Pix. One seed
 (the spec's protocol); only the first of ``--seeds`` is used.
 
-    python bench/run.py [--quick] [--seeds 0] [--threads 1] [--only ris timesteps]
+    python bench/run.py [--quick] [--seeds 0] [--threads 1] [--only ris timesteps cost]
 
 Records and plots go to the package's ``bench/results`` (``--out`` to change it).
 """
@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import tasks
+from cost import cost
 
 import methodkit
 from methodkit.bench import Outcome, ResultRow, check, compare, run_suite
@@ -147,7 +148,10 @@ def timesteps(args: Any) -> Outcome:
 
 def main(argv: list[str] | None = None) -> int:
     return run_suite(
-        PACKAGE, {"ris": ris, "timesteps": timesteps}, argv, description=__doc__.splitlines()[0]
+        PACKAGE,
+        {"ris": ris, "timesteps": timesteps, "cost": cost},
+        argv,
+        description=__doc__.splitlines()[0],
     )
 
 

@@ -5,7 +5,7 @@ code, its docstrings, generated math drills, generated CSV/JSON) with the same d
 evaluated per domain with all experts and restricted to the experts chosen on 8 validation
 documents of the domain (router_prob), against random subsets of the same size.
 
-    python bench/run.py [--quick] [--seeds 0 1 2] [--threads 1]
+    python bench/run.py [--quick] [--seeds 0 1 2] [--threads 1] [--only modularity cost]
 
 The full run is the spec's protocol scaled to fit ~20 min of one core (see SCALE).
 """
@@ -17,6 +17,7 @@ import sys
 import time
 
 import tasks
+from cost import cost as cost_suite
 
 from methodkit.bench import Outcome, ResultRow, run_suite
 
@@ -116,8 +117,16 @@ PLOT_LABELS = {
 PLOT_UNITS = {k: "nats/byte" for k in ("loss_full", "delta_8", "delta_4", "delta_random_8")}
 
 
+def cost(args: argparse.Namespace) -> Outcome:
+    """The cost suite at the modularity benchmark's model shape (bench/cost.py)."""
+    return cost_suite(args, QUICK if args.quick else FULL)
+
+
 def main(argv: list[str] | None = None) -> int:
-    return run_suite(PACKAGE, {"modularity": modularity}, argv, description=__doc__.splitlines()[0])
+    return run_suite(
+        PACKAGE, {"modularity": modularity, "cost": cost}, argv,
+        description=__doc__.splitlines()[0],
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """plvm reproduction: early cross-task strategy prediction on the controlled simulator.
 
 Benchmarks: ``complementary`` and ``redundant`` (every model, tau in {0.1, 0.25, 0.5},
-3 seeds) and ``budget`` (one neural PLVM-PoE at the spec's full size: training time).
+3 seeds), ``budget`` (one neural PLVM-PoE at the spec's full size: training time) and
+``cost`` (fit and predict time beside the single-task PLVM and the HMM baseline).
 
     python bench/run.py [--quick] [--seeds 0 1 2] [--threads 1] [--only complementary ...]
 
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import plots
 import tasks
+from cost import cost
 
 from methodkit.bench import Outcome, ResultRow, check, run_suite
 
@@ -69,6 +71,7 @@ def budget(args: argparse.Namespace) -> Outcome:
 def main(argv: list[str] | None = None) -> int:
     benchmarks = {n: partial(scenario, n) for n in ("complementary", "redundant")}
     benchmarks["budget"] = budget
+    benchmarks["cost"] = cost
     return run_suite(PACKAGE, benchmarks, argv, description=__doc__.splitlines()[0])
 
 

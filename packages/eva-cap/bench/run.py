@@ -18,6 +18,7 @@ import sys
 
 import numpy as np
 import tasks
+from cost import cost
 from tasks import HIB, METRICS, SPEC
 
 from eva_cap import evaluate_captions
@@ -112,7 +113,7 @@ def ablations(args: argparse.Namespace) -> Outcome:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_suite(PACKAGE, {"main": main_claim, "ablations": ablations}, argv)
+    return run_suite(PACKAGE, {"main": main_claim, "ablations": ablations, "cost": cost}, argv)
 
 
 if __name__ == "__main__":

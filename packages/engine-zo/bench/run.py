@@ -204,7 +204,9 @@ def step_time_benchmark(args: argparse.Namespace) -> Outcome:
         ),
     }
     rows, claims, config = step_time.measure(models)
-    config = {"models": config, "limit": step_time.LIMIT, "eps": step_time.EPS, "lr": step_time.LR}
+    cost = config.pop("cost")
+    config = {"models": config, "limit": step_time.LIMIT, "eps": step_time.EPS, "lr": step_time.LR,
+              "cost": cost}  # fmt: skip
     config["note"] = "medians of per-step ratios to the MeZO step taken in the same round"
     return Outcome(
         config,

@@ -10,6 +10,7 @@ untimed V-cycle, so the timed cycles are steady state: every coarse step injects
 from __future__ import annotations
 
 import copy
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -63,7 +64,7 @@ def time_steps(model_fn: Callable, cycles: int) -> dict[str, dict[str, list[tupl
         opts[name] = (opt, lambda m=model: loss_fn(m))
     cycle = opts["ENGINE"][0].cycle_length
     times: dict[str, dict[str, list[tuple[float, float]]]] = {
-        n: {"fine": [], "coarse": []} for n in opts
+        n: {"fine": [], "coarse": [], "all": []} for n in opts
     }
     for k in range((cycles + 1) * cycle):
         secs = {}
@@ -75,6 +76,7 @@ def time_steps(model_fn: Callable, cycles: int) -> dict[str, dict[str, list[tupl
         if k >= cycle:  # the first cycle warms up (buffered h built after the load)
             for name, (kind, s) in secs.items():
                 times[name][kind].append((s, secs["MeZO"][1]))
+                times[name]["all"].append((s, secs["MeZO"][1]))  # round order, whole cycles
     return times
 
 
@@ -89,6 +91,39 @@ def paired_ratios(times: dict[str, dict[str, list[tuple[float, float]]]]) -> dic
     return out
 
 
+def cycle_entry(
+    times: dict[str, dict[str, list[tuple[float, float]]]], name: str, cycle: int, label: str
+) -> dict:
+    """The cost record's entry: ``name``'s step over whole V-cycles beside MeZO's.
+
+    Per timed cycle the ratio is the summed step time over the summed MeZO step time of the
+    same rounds (fine and coarse steps in the schedule's proportion); the entry keeps the
+    median over cycles and the mean step times.
+    """
+    pairs = times[name]["all"]
+    cycles = [pairs[i : i + cycle] for i in range(0, len(pairs) - cycle + 1, cycle)]
+    ratios = [sum(e for e, _ in c) / sum(m for _, m in c) for c in cycles]
+    try:
+        load = [round(x, 2) for x in os.getloadavg()]
+    except (AttributeError, OSError):
+        load = None
+    return {
+        "axis": f"wall time per optimizer step over a V-cycle ({label})",
+        "unit": "ms/step",
+        "lower_is_better": True,
+        "method": name,
+        "value": 1e3 * statistics.fmean(e for e, _ in pairs),
+        "peer": "MeZO",
+        "peer_value": 1e3 * statistics.fmean(m for _, m in pairs),
+        "ratio": statistics.median(ratios) if ratios else None,
+        "ratio_reps": ratios,
+        "statistic": f"median over {len(ratios)} timed V-cycles of (summed step time / summed "
+        "MeZO step time of the same rounds); values: mean per step",
+        "reps": len(ratios),
+        "load_avg": load,
+    }
+
+
 def measure(
     models: dict[str, tuple[Callable, int, bool]],
 ) -> tuple[list[ResultRow], list[Claim], dict]:
@@ -98,6 +133,21 @@ def measure(
         times = time_steps(model_fn, cycles)
         n_params = sum(p.numel() for p in model_fn()[0].parameters())
         config[label] = {"params": n_params, "timed_cycles": cycles}
+        cycle = Engine(model_fn()[0].parameters(), lr=LR).cycle_length
+        # the last model (the largest) ends up as the record's cost list, default first
+        config["cost"] = [cycle_entry(times, n, cycle, label) for n in VARIANTS]
+        for e in config["cost"]:
+            claims.append(
+                check(
+                    f"{label}: {e['method']} step over a whole V-cycle <= {LIMIT} x MeZO's "
+                    "(median over cycles)",
+                    e["ratio"] is not None and e["ratio"] <= LIMIT,
+                    f"{e['ratio'] or float('nan'):.2f} x ({e['value']:.1f} vs "
+                    f"{e['peer_value']:.1f} ms per step)",
+                    inputs=[e["ratio"]],
+                    degenerate=degenerate,
+                )
+            )
         ms = {}
         for name, kinds in times.items():
             for kind, pairs in kinds.items():

@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -70,8 +71,10 @@ class ZOTrainer(Trainer):
                     f"zo_optimizer must be one of {sorted(OPTIMIZERS)}, got {zo_optimizer!r}"
                 )
             zo_optimizer = OPTIMIZERS[zo_optimizer]
-        self.zo_optimizer_cls = zo_optimizer
+        # each optimizer takes (params, lr=..., **kwargs); ZOOptimizer's own __init__ does not
+        self.zo_optimizer_cls: Callable[..., ZOOptimizer] = zo_optimizer
         self.zo_kwargs = dict(zo_kwargs or {})
+        self._zo_skip_next = False  # the Trainer's own optimizer.step() after ours
         super().__init__(*args, **kwargs)
         if self.args.gradient_accumulation_steps != 1:
             raise ValueError(
@@ -83,22 +86,21 @@ class ZOTrainer(Trainer):
         """Build the zeroth-order optimizer over the trainable parameters."""
         if self.optimizer is None:
             target = model if model is not None else self.model
+            if target is None:
+                raise ValueError("ZOTrainer needs a model to build its optimizer")
             params = [p for p in target.parameters() if p.requires_grad]
-            self.optimizer = self.zo_optimizer_cls(
-                params, lr=self.args.learning_rate, **self.zo_kwargs
-            )
-            self.optimizer._trainer_noop_next = False  # type: ignore[attr-defined]
-            original_step = self.optimizer.step
+            optimizer = self.zo_optimizer_cls(params, lr=self.args.learning_rate, **self.zo_kwargs)
+            original_step = optimizer.step
 
             def step(closure: Any = None) -> Any:
-                opt = self.optimizer_zo
-                if closure is None and getattr(opt, "_trainer_noop_next", False):
-                    opt._trainer_noop_next = False
+                if closure is None and self._zo_skip_next:
+                    self._zo_skip_next = False
                     return None
                 return original_step(closure)
 
-            self.optimizer_zo = self.optimizer
-            self.optimizer.step = step  # type: ignore[method-assign]
+            self.optimizer_zo: ZOOptimizer = optimizer
+            optimizer.step = step  # type: ignore[method-assign]  # the Trainer calls it too
+            self.optimizer = optimizer
         return self.optimizer
 
     def training_step(
@@ -109,8 +111,9 @@ class ZOTrainer(Trainer):
         inputs = self._prepare_inputs(inputs)
 
         def closure() -> torch.Tensor:
-            return self.compute_loss(model, inputs)
+            loss = self.compute_loss(model, inputs)  # a tensor: return_outputs is False
+            return loss[0] if isinstance(loss, tuple) else loss
 
         loss = self.optimizer_zo.step(closure)
-        self.optimizer_zo._trainer_noop_next = True  # type: ignore[attr-defined]
+        self._zo_skip_next = True
         return loss.detach().to(self.args.device)

@@ -79,9 +79,17 @@ def _logistic(Xtr: Any, ytr: Any, Xte: Any, yte: Any) -> float:
 
 
 def _minirocket(Xtr: Any, ytr: Any, Xte: Any, yte: Any, seed: int) -> float:
+    import torch
     from aeon.classification.convolution_based import MiniRocketClassifier
 
-    return float(MiniRocketClassifier(random_state=seed).fit(Xtr, ytr).score(Xte, yte))
+    # aeon sets numba's thread count, which shares torch's OpenMP runtime: without restoring
+    # it, every later torch fit ran two OpenMP threads (up to ~10x slower on a busy 2-core
+    # machine; the issue-48 record's fit times were inflated this way)
+    threads = torch.get_num_threads()
+    try:
+        return float(MiniRocketClassifier(random_state=seed).fit(Xtr, ytr).score(Xte, yte))
+    finally:
+        torch.set_num_threads(threads)
 
 
 def _fit_score(Xtr: Any, ytr: Any, Xte: Any, yte: Any, **opts: Any) -> tuple[float, float]:

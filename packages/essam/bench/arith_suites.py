@@ -134,7 +134,16 @@ def calibration(args: argparse.Namespace) -> Outcome:
     ]
     cfg.pop("sigma_chosen")
     cfg.update(_sft_config(fit))
-    cfg["per_seed_gain_points"] = [round(100 * g, 2) for g in gains]
+    cfg["per_seed"] = [
+        {
+            "seed": s,
+            "start %": round(100 * start, 2),
+            "GRPO %": round(100 * r["acc_rl_test"], 2),
+            "gain (points)": round(100 * g, 2),
+            "GRPO either format %": round(100 * r["raw_rl_test"], 2),
+        }
+        for s, r, g in zip(args.seeds, runs, gains, strict=True)
+    ]
     return Outcome(
         cfg,
         rows,
@@ -196,6 +205,19 @@ def arith_rl(args: argparse.Namespace) -> Outcome:
     }
     cfg.update(_sft_config(fit))
     cfg["curves"] = {m: [r["checkpoints"] for r in rs] for m, rs in runs.items()}
+    cfg["per_seed"] = [
+        {
+            "method": m,
+            "seed": s,
+            "acc_rl_test %": round(100 * r["acc_rl_test"], 2),
+            "acc_equal_time %": round(100 * r["acc_equal_time"], 2),
+            "either format %": round(100 * r["raw_rl_test"], 2),
+            "iterations": r["iters"],
+            "seconds": round(r["seconds"], 1),
+        }
+        for m, rs in runs.items()
+        for s, r in zip(args.seeds, rs, strict=True)
+    ]
     return Outcome(
         cfg,
         rows,

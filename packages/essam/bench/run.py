@@ -1,10 +1,10 @@
 """ESSAM benchmarks: the toy arithmetic RL world (``calibration``: can MinimalGRPO learn there?
 ``arith_rl``: ES / ESSAM / accelerated ESSAM / MinimalGRPO at equal rollouts and equal wall time),
 peak training-step memory, the 2-D flatness diagnostic and SmolLM2-135M-Instruct on few-shot sums
-at equal wall time.
+at equal wall time, and SmolLM2 with the population over 2 gloo ranks (``smollm2_dist``).
 
     python bench/run.py [--quick] [--seeds 0 1 2] [--threads 1]
-                        [--only calibration arith_rl peak_memory flatness smollm2_rl]
+                        [--only calibration arith_rl peak_memory flatness smollm2_rl smollm2_dist]
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import arith_suites
 import flatness
 import memory_steps
 import smollm2_bench
+import smollm2_dist
 
 from methodkit.bench import Outcome, run_suite
 
@@ -46,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         "peak_memory": peak_memory,
         "flatness": flatness_diagnostic,
         "smollm2_rl": smollm2_rl,
+        "smollm2_dist": lambda args: smollm2_dist.outcome(args.quick, args.seeds),
     }
     return run_suite(PACKAGE, benches, argv)
 

@@ -63,7 +63,7 @@ def accuracy(model: Any, tok: Any, rows: list, max_new: int, bs: int = 16) -> fl
     return hits / len(rows)
 
 
-def _closure(model: Any, tok: Any, rows: list, max_new: int, counter: list) -> Any:
+def make_closure(model: Any, tok: Any, rows: list, max_new: int, counter: list) -> Any:
     def closure() -> float:
         comp = generate(model, tok, [r["prompt"] for r in rows], max_new)
         counter[0] += len(rows)
@@ -91,7 +91,7 @@ def run_zo(model: Any, tok: Any, params: list, variant: str, cfg: dict, seed: in
     with memoize_frozen_layers(frozen):
         while time.perf_counter() - t0 < cfg["seconds"]:
             rows = [train[i] for i in rng.choice(len(train), cfg["prompts"], replace=False)]
-            info = opt.step(_closure(model, tok, rows, cfg["max_new_tokens"], counter))
+            info = opt.step(make_closure(model, tok, rows, cfg["max_new_tokens"], counter))
             curve.append((time.perf_counter() - t0, info.mean_reward))
             it += 1
     return {
@@ -114,7 +114,7 @@ def memory(model: Any, tok: Any, params: list, cfg: dict, methods: dict) -> dict
     can only lower a later job's figure, so the order works against the memory claims.
     """
     rows = make_sum_prompts(cfg["memory_batch"], "train", 7)
-    closure = _closure(model, tok, rows, cfg["max_new_tokens"], [0])
+    closure = make_closure(model, tok, rows, cfg["max_new_tokens"], [0])
     state = [p.detach().clone() for p in params]
 
     def essam_step() -> None:

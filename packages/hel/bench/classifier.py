@@ -208,7 +208,15 @@ def accuracy_plot(record: dict, path: Any) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = [r for r in record["results"] if r["metric"] == "test_accuracy"]
+    # records before the words naming used "<set key>/<method key>"
+    old = {
+        f"{s}/{m}": f"{SET_LABEL[s]}: {METHOD_LABEL[m]}" for s in SET_LABEL for m in METHOD_LABEL
+    }
+    rows = [
+        {**r, "method": old.get(r["method"], r["method"])}
+        for r in record["results"]
+        if r["metric"] == "test_accuracy"
+    ]
     sets = list(dict.fromkeys(r["method"].split(": ")[0] for r in rows))
     methods = list(METHOD_LABEL.values())
     fig, ax = plt.subplots(figsize=(6.4, 3.8))

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from cost import cost
 from parse_rates import smollm2_parse
 from shift import QUICK_SHIFT, SHIFT_CONFIGS, SHIFT_HIB, run_shift
 from smollm2_suite import smollm2
@@ -264,6 +265,7 @@ def main(argv: list[str] | None = None) -> int:
             "smollm2_plumbing": smollm2_plumbing,
             "smollm2_parse": smollm2_parse,
             "smollm2": smollm2,
+            "cost": cost,
         },
         argv,
         description=f"evochamber on {SIM_LABEL}",

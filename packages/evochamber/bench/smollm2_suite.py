@@ -67,7 +67,7 @@ def make_stream(n: int, seed: int) -> list[Task]:
             thing, truth = COLOURS[int(rng.integers(len(COLOURS)))]
             prompt = f"What colour is {thing}? Answer with one word."
         check_ = NumericMatch(truth) if niche in ("add", "subtract") else ExactMatch(truth)
-        tasks.append(Task(f"s{i}", niche, prompt, check=check_))
+        tasks.append(Task(f"s{i}", niche, prompt, check=check_, meta={"truth": truth}))
     order = rng.permutation(n)
     return [tasks[int(k)] for k in order]
 

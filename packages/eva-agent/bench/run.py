@@ -19,6 +19,7 @@ import math
 import sys
 
 import numpy as np
+from cost import cost
 from plots import plot_cost, plot_types
 from smollm2_agent import smollm2_agent
 from tasks import (
@@ -226,6 +227,7 @@ def main(argv: list[str] | None = None) -> int:
         "shapetextvqa": shapetextvqa,
         "smollm2_e2e": smollm2_e2e,
         "smollm2_agent": smollm2_agent,
+        "cost": cost,
     }
     return run_suite(PACKAGE, benchmarks, argv, description="eva-agent reproduction")
 

@@ -190,3 +190,54 @@ def small_answer_prompt(question: str, evidence: list[Evidence] | None) -> str:
         "Question: What code is written under the green triangle?\nAnswer: K7\n\n"
         f"Evidence: {ev}\nQuestion: {question}\nAnswer:"
     )
+
+
+#: Reply prefix forced on a small model's open answers (the reply continues it).
+ANSWER_PREFIX = "Answer:"
+_CODE = re.compile(r"(?<![A-Za-z0-9])(?=[A-Za-z0-9]*\d)[A-Za-z0-9]{1,6}(?![A-Za-z0-9])")
+_DIGITS = re.compile(r"\d{1,3}(?:,\d{3})+(?!\d)|\d+")  # numbers inside texts ("B42" -> 42)
+_INT = re.compile(r"(?<![\w.])-?\d{1,3}(?:,\d{3})+(?!\d)|(?<![\w.])-?\d+(?![\d.]\d)")
+
+
+def extract_open_answer(text: str | None, qtype: str | None) -> str | None:
+    """The answer in a small model's open reply, or None when it holds none of the right kind.
+
+    Tolerant: reads the text after the last ``Answer:`` when there is one (else the whole
+    reply), then takes the first item of the kind the question asks: a code of 1-6 letters
+    and digits holding a digit (``read``; e.g. ``B42``), an integer (``count``,
+    ``arithmetic``; thousands commas dropped), else the first line. Never raises.
+    """
+    text = text or ""
+    hits = re.findall(r"answer\s*(?:[:=]|\bis\b)\s*([^\n]*)", text, flags=re.IGNORECASE)
+    hits = [h for h in hits if h.strip()]
+    body = hits[-1] if hits else text
+    if qtype == "read":
+        m = _CODE.search(body)
+        return m.group() if m else None
+    if qtype in ("count", "arithmetic"):
+        m = _INT.search(body)
+        return m.group().replace(",", "") if m else None
+    line = next((ln.strip() for ln in body.splitlines() if ln.strip()), "")
+    return line.strip(" \t\"'`*").rstrip(".").strip() or None
+
+
+def evidence_options(ledger: list[Evidence], qtype: str | None) -> tuple[str, ...]:
+    """Answers the evidence offers for a choice, in ledger order, distinct.
+
+    OCR codes for ``read``; the digit runs of OCR texts (the 42 of a label ``B42``, the 1284 of
+    ``1,284``) and calculator values for ``count`` and ``arithmetic``; nothing for other types.
+    """
+    out: list[str] = []
+    for e in ledger:
+        for it in e.output.items:
+            texts = [str(it["text"])] if "text" in it else []
+            if "value" in it and qtype != "read":
+                v = float(it["value"])
+                texts.append(str(int(v)) if v.is_integer() else str(v))
+            for t in texts:
+                if qtype == "read":  # a whole OCR text that is a code, not a part of one
+                    found = [t.strip()] if _CODE.fullmatch(t.strip()) else []
+                else:
+                    found = [m.group().replace(",", "") for m in _DIGITS.finditer(t)]
+                out.extend(v for v in found if v not in out)
+    return tuple(out) if qtype in ("read", "count", "arithmetic") else ()

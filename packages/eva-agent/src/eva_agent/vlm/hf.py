@@ -6,31 +6,22 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from eva_agent._vocab import COLOURS, SHAPES
 from eva_agent.types import Evidence, Final, ToolCall
 from eva_agent.vlm.base import (
-    ANSWER_OPTION,
+    ANSWER_PREFIX,
     ReplyParseError,
     answer_prompt,
     parse_reply,
     plan_prompt,
     render_ledger,
-    small_answer_prompt,
-    small_arg_prompt,
-    small_plan_prompt,
 )
-from eva_agent.world.questions import parse_question
+from eva_agent.vlm.small import CHOICE_ANSWERS, SmallModelSteps
 from methodkit.llm import ChatReply, check_chat_args
 
-#: Answer options of the questions whose answer is a choice (form -> options).
-CHOICE_ANSWERS: dict[str, tuple[str, ...]] = {
-    "exists": ("yes", "no"),
-    "colour_of": tuple(COLOURS),
-    "shape_of": tuple(SHAPES),
-}
+__all__ = ["CHOICE_ANSWERS", "HFVLM"]
 
 
-class HFVLM:
+class HFVLM(SmallModelSteps):
     """VLM over ``model.generate`` (greedy) with the processor's chat template.
 
     Confidence is the mean probability of the generated tokens (from ``output_scores``).
@@ -62,6 +53,7 @@ class HFVLM:
         self.constrained = bool(constrained)
         self.n_generated = 0
         self.n_choices = 0  # constrained choices made (each one padded forward pass)
+        self.n_fallbacks = 0  # open answers with none of the right kind, then chosen
 
     @classmethod
     def from_pretrained(cls, path: str, **kw: Any) -> HFVLM:
@@ -130,7 +122,7 @@ class HFVLM:
         return replies
 
     def _generate(
-        self, text: str, image: Any, max_new_tokens: int | None = None
+        self, text: str, image: Any, max_new_tokens: int | None = None, prefix: str = ""
     ) -> tuple[str, float]:
         import torch
 
@@ -144,8 +136,9 @@ class HFVLM:
         prompt = self.processor.apply_chat_template(
             messages, add_generation_prompt=True, tokenize=False
         )
+        prompt += prefix  # a forced start of the reply, which the model continues
         if self.text_only or image is None:
-            inputs = self.processor(prompt, return_tensors="pt")
+            inputs = self.processor(prompt, return_tensors="pt", add_special_tokens=False)
         else:
             inputs = self.processor(text=prompt, images=image, return_tensors="pt")
         with torch.no_grad():
@@ -178,7 +171,7 @@ class HFVLM:
     ) -> tuple[str, float]:
         """``(text, confidence)`` for the question (with evidence when given)."""
         if self.constrained:
-            return self._small_answer(question, evidence)
+            return self.small_answer(question, evidence)
         text, conf = self._generate(answer_prompt(question, evidence, hints), image)
         return (text.splitlines() or [""])[0].strip(), conf
 
@@ -193,7 +186,7 @@ class HFVLM:
     ) -> ToolCall | Final:
         """The next ToolCall, or Final when the evidence suffices."""
         if self.constrained and hints and hints.get("tools"):
-            return self._small_plan(question, ledger, feedback, hints["tools"])
+            return self.small_plan(question, ledger, feedback, hints["tools"])
         prompt = plan_prompt(question, ledger, feedback, hints)
         reply, _ = self._generate(prompt, image, max_new_tokens=96)
         try:
@@ -206,50 +199,23 @@ class HFVLM:
             except ReplyParseError as e2:
                 raise ReplyParseError(f"after one repair retry: {e2}") from None
 
-    def choose(self, prompt: str, options: Sequence[str]) -> tuple[str, float]:
-        """The likeliest option as the reply to ``prompt``, and its probability among them."""
+    def choose(self, prompt: str, options: Sequence[str], prefix: str = "") -> tuple[str, float]:
+        """The likeliest option as the reply to ``prompt``, and its probability among them.
+
+        ``prefix`` is text forced before the option (e.g. the colour before a shape).
+        """
         from methodkit.smollm2 import score_options
 
         msgs = [{"role": "user", "content": prompt}]
-        scores = score_options(self.model, self._tokenizer(), msgs, list(options))
+        scores = score_options(self.model, self._tokenizer(), msgs, list(options), prefix=prefix)
         self.n_choices += 1
         top = max(scores)
         z = sum(math.exp(v - top) for v in scores)
         return list(options)[scores.index(top)], 1.0 / z
 
-    def _small_answer(self, question: str, evidence: list[Evidence] | None) -> tuple[str, float]:
-        from methodkit.llm import first_line
-
-        form = (parse_question(question) or {}).get("form")
-        prompt = small_answer_prompt(question, evidence)
-        if form in CHOICE_ANSWERS:
-            return self.choose(prompt, CHOICE_ANSWERS[form])
-        text, conf = self._generate(prompt, None, max_new_tokens=8)
-        return first_line(text, marker="Answer"), conf
-
-    def _small_plan(
-        self,
-        question: str,
-        ledger: list[Evidence],
-        feedback: dict[str, Any] | None,
-        tools: list[dict[str, Any]],
-    ) -> ToolCall | Final:
-        names = [t["name"] for t in tools]
-        step, _ = self.choose(
-            small_plan_prompt(question, ledger, tools, feedback), [*names, ANSWER_OPTION]
-        )
-        if step == ANSWER_OPTION:
-            return Final(self._small_answer(question, ledger)[0])
-        schema = next(t for t in tools if t["name"] == step).get("schema") or {}
-        args = {}
-        for arg, spec in (schema.get("properties") or {}).items():
-            if isinstance(spec, dict) and spec.get("enum"):
-                value, _ = self.choose(
-                    small_arg_prompt(question, step, arg), [*map(str, spec["enum"]), "any"]
-                )
-                if value != "any":
-                    args[arg] = value
-        return ToolCall(step, args)
+    def continue_answer(self, prompt: str, max_new_tokens: int = 8) -> tuple[str, float]:
+        """Greedy continuation of a reply forced to start with ``Answer:`` (and its confidence)."""
+        return self._generate(prompt, None, max_new_tokens=max_new_tokens, prefix=ANSWER_PREFIX)
 
     def judge(self, question: str, answer: str, ledger: list[Evidence]) -> str:
         """A one-line critique of ``answer``."""

@@ -16,6 +16,7 @@ from typing import Any
 
 from eva_agent.types import Evidence, Final, ToolCall
 from eva_agent.vlm.base import (
+    ANSWER_PREFIX,
     ImageNotSupportedError,
     ReplyParseError,
     answer_prompt,
@@ -23,7 +24,8 @@ from eva_agent.vlm.base import (
     plan_prompt,
     render_ledger,
 )
-from methodkit.llm import ChatReply, LLMHTTPError, OpenAIClient
+from eva_agent.vlm.small import SmallModelSteps
+from methodkit.llm import ChatReply, LLMHTTPError, OpenAIClient, parse_choice
 
 #: Statuses with which servers refuse an image part they cannot read.
 IMAGE_REJECTED = (400, 415, 422, 500)
@@ -36,7 +38,27 @@ def data_url(image: Any) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
-class OpenAIVLM:
+def first_token_scores(choice: Mapping[str, Any], options: Sequence[str]) -> dict[str, float]:
+    """Log-probability of each option's start among the first generated token's alternatives.
+
+    An option scores the best ``top_logprobs`` entry whose stripped token is a non-empty prefix
+    of it (case-insensitive); options no alternative starts are left out.
+    """
+    content = (choice.get("logprobs") or {}).get("content") or []
+    if not content or not isinstance(content[0], Mapping):
+        return {}
+    alts = list(content[0].get("top_logprobs") or []) or [content[0]]
+    out: dict[str, float] = {}
+    for o in options:
+        for alt in alts:
+            tok = str(alt.get("token", "")).strip().lower()
+            lp = alt.get("logprob")
+            if tok and o.strip().lower().startswith(tok) and isinstance(lp, int | float):
+                out[o] = max(out.get(o, -math.inf), float(lp))
+    return out
+
+
+class OpenAIVLM(SmallModelSteps):
     """VLM over ``POST {base_url}/chat/completions``.
 
     The image travels as a base64 data-URL ``image_url`` content part. Confidence is the
@@ -53,6 +75,14 @@ class OpenAIVLM:
         samples: m for the agreement confidence (spec: 3).
         max_tokens: Completion budget of an answer.
         native_tools: Also use the server's native tool calling.
+        constrained: Small-model mode (text only), as ``HFVLM(constrained=True)``: the plan
+            step, enum arguments and answers with a known space are choices (read from the
+            first token's ``top_logprobs`` when the server returns them, else from the reply's
+            text; neither: the first option, counted in ``n_fallbacks``); other answers
+            continue a forced ``Answer:`` (a final assistant message).
+        prefill_extra: Body fields sent with a forced reply prefix (vLLM:
+            ``{"continue_final_message": True, "add_generation_prompt": False}``; the
+            llama.cpp server and Ollama need none).
         max_retries: Retries on 429 / 5xx / timeouts / refused connections.
         backoff: First retry wait in seconds (doubles each retry).
 
@@ -74,6 +104,8 @@ class OpenAIVLM:
         native_tools: bool = False,
         max_retries: int = 3,
         backoff: float = 0.5,
+        constrained: bool = False,
+        prefill_extra: Mapping[str, Any] | None = None,
     ) -> None:
         self.client = OpenAIClient(
             base_url,
@@ -87,6 +119,9 @@ class OpenAIVLM:
         self.timeout, self.samples, self.max_tokens = float(timeout), int(samples), max_tokens
         self.native_tools = bool(native_tools)
         self.image_ok: bool | None = None  # learnt on the first call with an image
+        self.constrained = bool(constrained)
+        self.prefill_extra = dict(prefill_extra or {})
+        self.n_choices = self.n_fallbacks = 0
 
     @property
     def n_requests(self) -> int:
@@ -156,6 +191,8 @@ class OpenAIVLM:
         sample: int = 0,
     ) -> tuple[str, float]:
         """``(text, confidence)`` for the question (with evidence when given)."""
+        if self.constrained:
+            return self.small_answer(question, evidence)
         msgs = self._messages(answer_prompt(question, evidence, hints), image)
         temp = 0.0 if sample == 0 else 0.7
         choice = self._chat(msgs, image is not None, logprobs=True, temperature=temp)
@@ -184,6 +221,8 @@ class OpenAIVLM:
         hints: dict[str, Any] | None = None,
     ) -> ToolCall | Final:
         """The next ToolCall, or Final when the evidence suffices."""
+        if self.constrained and hints and hints.get("tools"):
+            return self.small_plan(question, ledger, feedback, hints["tools"])
         msgs = self._messages(plan_prompt(question, ledger, feedback, hints), image)
         extra: dict[str, Any] = {"max_tokens": 200}
         if self.native_tools and hints and hints.get("tools"):
@@ -217,6 +256,45 @@ class OpenAIVLM:
                 return parse_reply(reply2 or "")
             except ReplyParseError as e2:
                 raise ReplyParseError(f"after one repair retry: {e2}") from None
+
+    def _text_turns(self, prompt: str, prefix: str) -> tuple[list[dict[str, Any]], dict]:
+        msgs: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
+        if not prefix:
+            return msgs, {}
+        return [*msgs, {"role": "assistant", "content": prefix}], dict(self.prefill_extra)
+
+    def choose(self, prompt: str, options: Sequence[str], prefix: str = "") -> tuple[str, float]:
+        """The option the model starts its reply with, and its share of the options' mass.
+
+        Scored from the first token's ``top_logprobs`` (options sharing a first token: the one
+        the reply names, else the first); without logprobs, the option the reply names
+        (:func:`methodkit.llm.parse_choice`, share 1); neither: the first option (share
+        ``1 / len(options)``, counted in ``n_fallbacks``).
+        """
+        options = list(options)
+        msgs, extra = self._text_turns(prompt, prefix)
+        choice = self._chat(msgs, False, max_tokens=8, logprobs=True, top_logprobs=20, **extra)
+        self.n_choices += 1
+        text = choice["message"].get("content") or ""
+        named = parse_choice(text, [o.strip() or o for o in options])
+        scores = first_token_scores(choice, options)
+        if scores:
+            top = max(scores.values())
+            tied = [o for o in options if scores.get(o) == top]
+            pick = next((o for o in tied if o.strip() == named), tied[0])
+            z = sum(math.exp(v - top) for v in scores.values())
+            return pick, 1.0 / z
+        if named is not None:
+            return next(o for o in options if (o.strip() or o) == named), 1.0
+        self.n_fallbacks += 1
+        return options[0], 1.0 / len(options)
+
+    def continue_answer(self, prompt: str, max_new_tokens: int = 8) -> tuple[str, float]:
+        """The continuation of a reply forced to start with ``Answer:`` (and its confidence)."""
+        msgs, extra = self._text_turns(prompt, ANSWER_PREFIX)
+        choice = self._chat(msgs, False, max_tokens=max_new_tokens, logprobs=True, **extra)
+        conf = self._logprob_conf(choice)
+        return choice["message"].get("content") or "", 0.5 if conf is None else conf
 
     def judge(self, question: str, answer: str, ledger: list[Evidence]) -> str:
         """A one-line critique of ``answer``."""

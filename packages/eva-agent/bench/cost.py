@@ -27,6 +27,11 @@ from eva_agent.vlm import SimParams, SimulatedVLM
 from methodkit.bench import Outcome, ResultRow, check
 
 NAMES = {"eva": "EVA (SER + ITR + ECV)", "direct": "Direct", "debate": "Debate (3 agents x 2)"}
+LABELS = {
+    "vlm_calls": "model (VLM) calls per question",
+    "tool_calls": "tool calls per question",
+    "accuracy": "accuracy (simulated VLM, real tools)",
+}
 FULL = {"n_test": 60, "n_val": 120, "seeds": 5}
 QUICK = {"n_test": 12, "n_val": 30, "seeds": 5}
 
@@ -139,4 +144,4 @@ def cost(args: argparse.Namespace) -> Outcome:
         "tool_cache": {"hits": cache.hits, "misses": cache.misses},
         "cost": entries,
     }
-    return Outcome(config, rows, claims, seeds=list(range(cfg["seeds"])))
+    return Outcome(config, rows, claims, seeds=list(range(cfg["seeds"])), labels=LABELS)

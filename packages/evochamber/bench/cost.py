@@ -40,6 +40,11 @@ from methodkit.bench import Outcome, ResultRow, check
 
 METHOD = "EvoChamber (asymmetric CoDream)"
 PEERS = {"broadcast_pool": "broadcast shared-memory pool", "single_agent": "single agent + memory"}
+LABELS = {
+    "calls_per_task": "model calls per task (simulator)",
+    "tokens_per_task": "tokens per task (scripted back-end, words)",
+    "accuracy_last300": "accuracy, last 300 tasks (simulator)",
+}
 FULL = {"sim_tasks": 1200, "llm_tasks": 200, "seeds": 5}
 QUICK = {"sim_tasks": 150, "llm_tasks": 24, "seeds": 5}
 
@@ -171,4 +176,4 @@ def cost(args: argparse.Namespace) -> Outcome:
         "per_seed": per,
         "cost": entries,
     }
-    return Outcome(config, rows, claims, seeds=list(range(cfg["seeds"])))
+    return Outcome(config, rows, claims, seeds=list(range(cfg["seeds"])), labels=LABELS)

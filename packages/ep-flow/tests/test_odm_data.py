@@ -175,3 +175,17 @@ def test_odm_bad_shapes_and_tol():
         ODM(P, sp, F[:2], lat)
     with pytest.raises(ValueError, match="tol must be a finite number >= 0"):
         ODM(P, sp, F, lat, tol=float("nan"))
+
+
+def test_site_metrics_need_an_assignment_and_info_is_metadata():
+    from pymatgen.core import Element
+
+    from ep_flow.metrics import site_occupancy_error, sparsity_recall
+
+    true = ODM(np.ones((1, 1)), [Element("Li")], np.zeros((1, 3)), Lattice.cubic(4))
+    empty = ODM(np.zeros((0, 1)), [Element("Li")], np.zeros((0, 3)), Lattice.cubic(4))
+    for metric in (site_occupancy_error, sparsity_recall):
+        with pytest.raises(ValueError, match="no finite site assignment"):
+            metric(empty, true)
+    assert true.info == {}  # a declared field, not shared between instances
+    assert "prototype" in make_disordered_dataset(2, seed=0)[0].info

@@ -9,13 +9,14 @@ from typing import Any
 
 import numpy as np
 
-from eva_cap._validation import check_int, check_real, check_texts, check_weights
+from eva_cap._validation import check_texts, check_weights
 from eva_cap.decompose import Decomposer, GrammarDecomposer
 from eva_cap.grpo import GRPOConfig, GRPOTrainer
 from eva_cap.policy import index_batch
 from eva_cap.rewards import REWARD_NAMES, trl_reward_funcs
 from eva_cap.sft import quality_control, sft_train
 from methodkit import progress as progress_bar
+from methodkit.checks import check_int, check_real
 
 __all__ = ["EVACapResult", "eva_cap_train", "grpo_train"]
 
@@ -64,8 +65,8 @@ def grpo_train(
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be callable, got {type(callback).__name__}")
     n = len(data["gold_events"])
-    steps = check_int("steps", steps)
-    clips_per_step = check_int("clips_per_step", clips_per_step)
+    steps = check_int("steps", steps, low=0)
+    clips_per_step = check_int("clips_per_step", clips_per_step, low=0)
     if steps < 0 or not 1 <= clips_per_step <= n:
         raise ValueError(f"need steps >= 0 and 1 <= clips_per_step <= {n}, got {steps}, "
                          f"{clips_per_step}")  # fmt: skip
@@ -156,11 +157,11 @@ def eva_cap_train(
     captions = check_texts("captions", captions)
     if len(captions) != len(gold):
         raise ValueError(f"{len(captions)} captions but {len(gold)} clips")
-    check_int("sft_steps", sft_steps)
+    check_int("sft_steps", sft_steps, low=0)
     check_int("sft_batch", sft_batch, low=1)
-    check_real("sft_lr", sft_lr, 0.0, strict=True)
+    check_real("sft_lr", sft_lr, 0.0, low_open=True)
     check_real("qc_min_f1", qc_min_f1, 0.0, 1.0)
-    check_int("grpo_steps", grpo_steps)
+    check_int("grpo_steps", grpo_steps, low=0)
     check_int("clips_per_step", clips_per_step, low=1)
     weights = check_weights("weights", weights, len(REWARD_NAMES))
     kept = quality_control(zip(captions, gold, strict=True), dec, qc_min_f1)  # step 1

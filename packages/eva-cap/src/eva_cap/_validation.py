@@ -8,42 +8,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["check_int", "check_real", "check_texts", "check_weights"]
+from methodkit.checks import check_real
 
-
-def check_int(name: str, value: Any, low: int = 0) -> int:
-    """``value`` as an int >= ``low`` (bool and float refused).
-
-    Raises:
-        TypeError: If ``value`` is not an int.
-        ValueError: If it is below ``low``.
-    """
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {value!r}")
-    if value < low:
-        raise ValueError(f"{name} must be an int >= {low}, got {value}")
-    return int(value)
-
-
-def check_real(
-    name: str, value: Any, low: float = -math.inf, high: float = math.inf, *, strict: bool = False
-) -> float:
-    """``value`` as a finite float ``>= low`` (``> low`` with ``strict``) and ``<= high``.
-
-    Raises:
-        TypeError: If ``value`` is not a real number.
-        ValueError: If it is NaN, infinite or out of range.
-    """
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
-        raise TypeError(f"{name} must be a real number, got {value!r}")
-    v = float(value)
-    if not math.isfinite(v):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    if (v <= low if strict else v < low) or v > high:
-        op = ">" if strict else ">="
-        bound = f"{op} {low}" if high == math.inf else f"in {'(' if strict else '['}{low}, {high}]"
-        raise ValueError(f"{name} must be {bound}, got {value!r}")
-    return v
+__all__ = ["check_texts", "check_weights"]
 
 
 def check_weights(name: str, weights: Any, n: int, *, nonnegative: bool = True) -> tuple:

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
 
-from eva_cap._validation import check_real
+from methodkit.checks import check_real
 
 __all__ = [
     "MODALITIES",

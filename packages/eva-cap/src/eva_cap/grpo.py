@@ -14,8 +14,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from eva_cap._validation import check_int, check_real, check_weights
+from eva_cap._validation import check_weights
 from eva_cap.policy import TrainablePolicy, repeat_columns
+from methodkit.checks import check_int, check_real
 
 __all__ = [
     "AGGREGATIONS",
@@ -65,7 +66,7 @@ class GRPOConfig:
 
     def __post_init__(self) -> None:
         for name in ("num_generations", "num_iterations", "max_completion_length", "seed"):
-            check_int(name, getattr(self, name))
+            check_int(name, getattr(self, name), low=0)
         for name in ("beta", "epsilon", "temperature", "learning_rate"):
             check_real(name, getattr(self, name))  # finite first: NaN passes every comparison
         if self.epsilon_high is not None:
@@ -73,7 +74,7 @@ class GRPOConfig:
         if self.learning_rate <= 0:
             raise ValueError(f"learning_rate must be > 0, got {self.learning_rate}")
         if self.max_grad_norm is not None:
-            check_real("max_grad_norm", self.max_grad_norm, 0.0, strict=True)
+            check_real("max_grad_norm", self.max_grad_norm, 0.0, low_open=True)
         if self.reward_weights is not None:
             n = len(self.reward_weights) if hasattr(self.reward_weights, "__len__") else -1
             check_weights("reward_weights", self.reward_weights, n, nonnegative=False)
@@ -116,7 +117,7 @@ def group_advantages(rewards: Any, G: int, scale: str = "group") -> np.ndarray:
             ``G`` or an unknown ``scale``.
     """
     r = np.asarray(rewards, dtype=np.float64)
-    check_int("G", G)
+    check_int("G", G, low=0)
     if r.size == 0:
         raise ValueError("rewards is empty")
     if np.isinf(r).any():

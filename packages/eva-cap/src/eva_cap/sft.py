@@ -8,13 +8,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from eva_cap._validation import check_int, check_real, check_texts
+from eva_cap._validation import check_texts
 from eva_cap.decompose import Decomposer
 from eva_cap.events import EventSet
 from eva_cap.matching import match_events
 from eva_cap.policy import index_batch
 from eva_cap.rewards import completeness_reward
 from methodkit import progress as progress_bar
+from methodkit.checks import check_int, check_real
 
 __all__ = ["quality_control", "sft_train"]
 
@@ -94,9 +95,9 @@ def sft_train(
     lens = {k: len(v) for k, v in inputs.items() if isinstance(v, torch.Tensor | list | tuple)}
     if any(v != n for v in lens.values()):
         raise ValueError(f"{n} captions but inputs have lengths {lens}")
-    steps = check_int("steps", steps)
+    steps = check_int("steps", steps, low=0)
     batch_size = check_int("batch_size", batch_size, low=1)
-    lr = check_real("lr", lr, 0.0, strict=True)
+    lr = check_real("lr", lr, 0.0, low_open=True)
     weight_decay = check_real("weight_decay", weight_decay, 0.0)
     tokens, mask = policy.encode_captions(list(captions), max_len)
     opt = optimizer or torch.optim.AdamW(policy.parameters(), lr=lr, weight_decay=weight_decay)

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from eva_cap._validation import check_int, check_real
 from eva_cap.events import AtomicEvent, EventSet
 from eva_cap.synthetic.grammar import (
     DEFAULT_VOCAB,
@@ -19,6 +18,7 @@ from eva_cap.synthetic.grammar import (
     render_caption,
     web_caption,
 )
+from methodkit.checks import check_int, check_real
 
 __all__ = ["AVWorld", "Clip", "collate"]
 
@@ -76,7 +76,7 @@ class AVWorld:
     ) -> None:
         for name, value in (("T", T), ("dv", dv), ("da", da), ("min_events", min_events),
                             ("max_events", max_events)):  # fmt: skip
-            check_int(name, value)
+            check_int(name, value, low=0)
         if T < 4:
             raise ValueError(f"T must be >= 4, got {T}")
         check_int("dv", dv, low=1)
@@ -145,7 +145,7 @@ class AVWorld:
             TypeError: If ``n`` is not an int.
             ValueError: If ``n < 1``.
         """
-        check_int("n", n)
+        check_int("n", n, low=0)
         if n < 1:
             raise ValueError(f"n must be >= 1, got {n}")
         out = []

@@ -10,9 +10,10 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from eva_cap._validation import check_int, check_texts
+from eva_cap._validation import check_texts
 from eva_cap.policy import completion_mask
 from eva_cap.synthetic.grammar import DEFAULT_VOCAB, caption_words
+from methodkit.checks import check_int
 
 __all__ = ["TinyAVCaptioner", "WordTokenizer"]
 
@@ -172,8 +173,8 @@ class TinyAVCaptioner(nn.Module):
         for name, value in (("dv", dv), ("da", da), ("d", d), ("nhead", nhead),
                             ("max_steps", max_steps), ("max_len", max_len)):  # fmt: skip
             check_int(name, value, low=1)
-        check_int("n_enc", n_enc)
-        check_int("n_dec", n_dec)
+        check_int("n_enc", n_enc, low=0)
+        check_int("n_dec", n_dec, low=0)
         if d % nhead:
             raise ValueError(f"d must be divisible by nhead, got d={d}, nhead={nhead}")
         self.tokenizer = tokenizer or WordTokenizer()

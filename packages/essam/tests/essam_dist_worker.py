@@ -70,3 +70,40 @@ def all_jobs():
     except ValueError as exc:
         out["seeds"] = str(exc)
     return out
+
+
+def lm_run(model, tok, distributed: bool):
+    """Two standard-ESSAM steps on a tiny causal LM's last layer and norm (weights restored).
+
+    The reward reads the greedy completions, so it goes through generation on every rank.
+    """
+    from essam.distributed import DistributedPopulation
+    from essam.rollout import generate
+
+    for p in model.parameters():
+        p.requires_grad_(False)
+    params = [p for m in (model.model.layers[-1], model.model.norm) for p in m.parameters()]
+    for p in params:
+        p.requires_grad_(True)
+    saved = [p.detach().clone() for p in params]
+    prompts = ["1 + 2 =", "3 + 4 ="]
+
+    def reward() -> float:
+        texts = generate(model, tok, prompts, 3)
+        return float(sum(sum(map(ord, t)) % 7 for t in texts))
+
+    opt = ESSAM(
+        params,
+        sigma=0.05,
+        lr=0.05,
+        rho=0.1,
+        population_size=4,
+        seed=3,
+        population=DistributedPopulation() if distributed else None,
+    )
+    rewards = [opt.step(reward).update_rewards for _ in range(2)]
+    out = [p.detach().clone() for p in params]
+    with torch.no_grad():
+        for p, s in zip(params, saved, strict=True):
+            p.copy_(s)
+    return out, rewards

@@ -79,3 +79,23 @@ def test_population_needs_an_initialised_group():
         launch(print, 0)
     with pytest.raises(ValueError, match="start_method must be"):
         launch(print, 2, start_method="thread")
+
+
+@pytest.mark.slow
+def test_tiny_lm_update_on_two_ranks_is_bitwise_one_process():
+    """The same on a causal LM (tiny SmolLM2 stand-in) whose reward goes through generation."""
+    pytest.importorskip("transformers")
+    from essam.distributed import launch
+    from methodkit.smollm2 import tiny_smollm2
+
+    worker = _worker()
+    model, tok = tiny_smollm2(layers=2, hidden=24)
+    before = [p.detach().clone() for p in model.parameters()]
+    single, single_rewards = worker.lm_run(model, tok, False)
+    assert all(torch.equal(p, q) for p, q in zip(before, model.parameters(), strict=True))
+    ranks = launch(worker.lm_run, 2, model, tok, True, timeout=120, start_method="fork")
+    trained = [p for m in (model.model.layers[-1], model.model.norm) for p in m.parameters()]
+    assert any(not torch.equal(p, q) for p, q in zip(single, trained, strict=True))  # it moved
+    for params, rewards in ranks:
+        assert rewards == single_rewards
+        assert all(torch.equal(p, q) for p, q in zip(params, single, strict=True))

@@ -83,6 +83,39 @@ def _entry(axis: str, unit: str, peer: str, m: list[float], p: list[float]) -> d
     }
 
 
+def _claims(per: dict[str, list[dict[str, float]]], entries: list[dict[str, Any]]) -> list:
+    """The spec's tool-call rate, the peers' call counts, stability of the headline ratio."""
+
+    def col(n: str, k: str) -> list[float]:
+        return [r[k] for r in per[n]]
+
+    rate = statistics.median(col("eva", "tool_call_rate"))
+    head = entries[0]["ratio_reps"]
+    q = statistics.quantiles(head, n=4) if len(head) >= 2 else [float("nan")] * 3
+    iqr, med = q[2] - q[0], entries[0]["ratio"]
+    return [
+        check(
+            "EVA's tool-call rate on test <= 0.65 (spec; tau calibrated for 0.6 on validation)",
+            rate <= 0.65,
+            f"median over seeds {rate:.3f}",
+            inputs=[rate],
+        ),
+        check(
+            "Debate spends exactly 3 agents x 2 rounds = 6 model calls per question and Direct 1",
+            all(v == 6.0 for v in col("debate", "vlm_calls"))
+            and all(v == 1.0 for v in col("direct", "vlm_calls")),
+            f"debate {col('debate', 'vlm_calls')}, direct {col('direct', 'vlm_calls')}",
+        ),
+        check(
+            "the headline ratio (model calls vs Debate) is stable: IQR of the per-seed ratios "
+            "<= 25 % of their median",
+            med is not None and iqr <= 0.25 * med,
+            f"IQR {iqr:.3g} vs median {med:.3g}" if med is not None else "no ratio",
+            inputs=[iqr, med],
+        ),
+    ]
+
+
 def cost(args: argparse.Namespace) -> Outcome:
     """Model and tool calls per question: EVA vs Direct and Debate."""
     cfg = QUICK if args.quick else FULL
@@ -109,31 +142,7 @@ def cost(args: argparse.Namespace) -> Outcome:
         for n in NAMES
         for k, hib in (("vlm_calls", False), ("tool_calls", False), ("accuracy", True))
     ]
-    rate = statistics.median(col("eva", "tool_call_rate"))
-    head = entries[0]["ratio_reps"]
-    q = statistics.quantiles(head, n=4) if len(head) >= 2 else [float("nan")] * 3
-    iqr, med = q[2] - q[0], entries[0]["ratio"]
-    claims = [
-        check(
-            "EVA's tool-call rate on test <= 0.65 (spec; tau calibrated for 0.6 on validation)",
-            rate <= 0.65,
-            f"median over seeds {rate:.3f}",
-            inputs=[rate],
-        ),
-        check(
-            "Debate spends exactly 3 agents x 2 rounds = 6 model calls per question and Direct 1",
-            all(v == 6.0 for v in col("debate", "vlm_calls"))
-            and all(v == 1.0 for v in col("direct", "vlm_calls")),
-            f"debate {col('debate', 'vlm_calls')}, direct {col('direct', 'vlm_calls')}",
-        ),
-        check(
-            "the headline ratio (model calls vs Debate) is stable: IQR of the per-seed ratios "
-            "<= 25 % of their median",
-            med is not None and iqr <= 0.25 * med,
-            f"IQR {iqr:.3g} vs median {med:.3g}" if med is not None else "no ratio",
-            inputs=[iqr, med],
-        ),
-    ]
+    claims = _claims(per, entries)
     config = {
         "vlm": "SimulatedVLM (labelled simulator, no neural network), default SimParams",
         "questions": f"ShapeTextVQA({cfg['n_test']}, seed, 'test') per seed; tau calibrated on "

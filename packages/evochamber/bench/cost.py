@@ -114,6 +114,31 @@ def _entry(axis: str, unit: str, peer: str, m: list[float], p: list[float]) -> d
     }
 
 
+def _claims(per: dict[str, list[dict[str, Any]]], entries: list[dict[str, Any]]) -> list:
+    """CoDream call accounting on every run; stability of the headline ratio."""
+    head = entries[0]["ratio_reps"]
+    q = statistics.quantiles(head, n=4) if len(head) >= 2 else [float("nan")] * 3
+    iqr, med = q[2] - q[0], entries[0]["ratio"]
+    fired = sum(r["codream_fired"] for rs in per.values() for r in rs)
+    return [
+        check(
+            "call accounting: every fired CoDream spent |team| + 2 model calls (reflect per "
+            "member, cross-examine, distill), on the simulator and on the scripted back-end",
+            all(r["codream_calls_ok"] for rs in per.values() for r in rs),
+            f"{fired} CoDreams checked",
+            inputs=[float(fired)],
+            degenerate=fired == 0,
+        ),
+        check(
+            "the headline ratio (calls per task vs the broadcast pool) is stable: IQR of the "
+            "per-seed ratios <= 25 % of their median",
+            med is not None and iqr <= 0.25 * med,
+            f"IQR {iqr:.3g} vs median {med:.3g}" if med is not None else "no ratio",
+            inputs=[iqr, med],
+        ),
+    ]
+
+
 def cost(args: argparse.Namespace) -> Outcome:
     """Calls and tokens per task: EvoChamber vs the broadcast pool and a single agent."""
     cfg = QUICK if args.quick else FULL
@@ -140,27 +165,7 @@ def cost(args: argparse.Namespace) -> Outcome:
             ("accuracy_last300", True),
         )
     ]
-    head = entries[0]["ratio_reps"]
-    q = statistics.quantiles(head, n=4) if len(head) >= 2 else [float("nan")] * 3
-    iqr, med = q[2] - q[0], entries[0]["ratio"]
-    fired = sum(r["codream_fired"] for rs in per.values() for r in rs)
-    claims = [
-        check(
-            "call accounting: every fired CoDream spent |team| + 2 model calls (reflect per "
-            "member, cross-examine, distill), on the simulator and on the scripted back-end",
-            all(r["codream_calls_ok"] for rs in per.values() for r in rs),
-            f"{fired} CoDreams checked",
-            inputs=[float(fired)],
-            degenerate=fired == 0,
-        ),
-        check(
-            "the headline ratio (calls per task vs the broadcast pool) is stable: IQR of the "
-            "per-seed ratios <= 25 % of their median",
-            med is not None and iqr <= 0.25 * med,
-            f"IQR {iqr:.3g} vs median {med:.3g}" if med is not None else "no ratio",
-            inputs=[iqr, med],
-        ),
-    ]
+    claims = _claims(per, entries)
     config = {
         "simulator": SIM_LABEL,
         "streams": f"NicheWorld make_stream({cfg['sim_tasks']}, 1000 + seed) and the smollm2 "

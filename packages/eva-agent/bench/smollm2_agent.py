@@ -58,6 +58,45 @@ class Counting:
         return self.vlm.judge(question, answer, ledger)
 
 
+def _parse_rates(rec: Counting, items: list) -> tuple[list[bool], list[bool], dict]:
+    """Plan steps that parsed, answers that are well-formed, and those per question type."""
+    qtypes = {it.question: it.qtype for it in items}
+    formed = [bool(re.match(WELL_FORMED.get(qtypes[q], r".+"), a)) for q, a in rec.answers]
+    by_type: dict[str, list[bool]] = {}
+    for (q, _), f in zip(rec.answers, formed, strict=True):
+        by_type.setdefault(qtypes[q], []).append(f)
+    plan_ok = [isinstance(s, ToolCall | Final) for s in rec.plans]
+    per_type = {t: {"rate": sum(v) / len(v), "answers": len(v)} for t, v in sorted(by_type.items())}
+    return plan_ok, formed, per_type
+
+
+def _config(name: str, n: int, per_type: dict, items: list, results: list) -> dict:
+    return {
+        "model": name,
+        "n_questions": n,
+        "router": "AlwaysSlow (every question takes the tool path)",
+        "choice_answers": sorted(CHOICE_ANSWERS),
+        "answer_modes": "chosen by log-probability: yes/no, colour, shape, count (0-12), spatial "
+        "(colour, then shape); read: among the OCR codes of the evidence when there are any; "
+        "else (sums, reads without OCR) generated after a forced 'Answer:' and read by "
+        "extract_open_answer, falling back to a choice among the evidence's numbers or codes",
+        "reasoner_parse_rate_by_type": per_type,
+        "before": "record at 89ef190 (12 questions): planner 36/36, reasoner 17/37 = 0.46 "
+        "(open answers generated without a forced prefix), free-text JSON planner 0/12",
+        "scale": f"the first {n} of those 12 questions (each SmolLM2 run must fit the shared "
+        "machine's short-job slot); the JSON planner is not re-measured",
+        "examples": [
+            {
+                "q": it.question,
+                "truth": it.answer,
+                "answer": r.answer,
+                "tools": [e.tool for e in r.ledger],
+            }
+            for it, r in zip(items, results, strict=True)
+        ][:8],
+    }
+
+
 def smollm2_agent(args: argparse.Namespace) -> Outcome:
     """SmolLM2 as EVA's planner and reasoner on ShapeTextVQA questions, offline tools."""
     from methodkit import smollm2
@@ -66,20 +105,14 @@ def smollm2_agent(args: argparse.Namespace) -> Outcome:
     items = list(ShapeTextVQA(24, seed=100, split="test"))[:n]
     model, tok = smollm2.tiny_smollm2() if args.quick else smollm2.load_smollm2()
     name = "tiny_smollm2 (random weights, quick)" if args.quick else "SmolLM2-135M-Instruct"
-    tools = make_tools(ToolCache())
     vlm = HFVLM(model, tok, max_new_tokens=8, constrained=True)
     rec = Counting(vlm)
-    agent = EVAgent(rec, tools, AlwaysSlow())
+    agent = EVAgent(rec, make_tools(ToolCache()), AlwaysSlow())
     t0 = time.perf_counter()
     results = [agent.run(it.image, it.question, it.qtype) for it in items]
     secs = time.perf_counter() - t0
     ok = [is_correct(r.answer, it.answer, it.qtype) for r, it in zip(results, items, strict=True)]
-    qtypes = {it.question: it.qtype for it in items}
-    formed = [bool(re.match(WELL_FORMED.get(qtypes[q], r".+"), a)) for q, a in rec.answers]
-    by_type: dict[str, list[bool]] = {}
-    for (q, _), f in zip(rec.answers, formed, strict=True):
-        by_type.setdefault(qtypes[q], []).append(f)
-    plan_ok = [isinstance(s, ToolCall | Final) for s in rec.plans]
+    plan_ok, formed, per_type = _parse_rates(rec, items)
     values = {
         "planner_parse_rate": sum(plan_ok) / max(1, len(plan_ok)),
         "reasoner_parse_rate": sum(formed) / max(1, len(formed)),
@@ -100,30 +133,4 @@ def smollm2_agent(args: argparse.Namespace) -> Outcome:
         inputs=[worst],
         degenerate=bool(args.quick) or not plan_ok,
     )
-    config = {
-        "model": name,
-        "n_questions": n,
-        "router": "AlwaysSlow (every question takes the tool path)",
-        "choice_answers": sorted(CHOICE_ANSWERS),
-        "answer_modes": "chosen by log-probability: yes/no, colour, shape, count (0-12), spatial "
-        "(colour, then shape); read: among the OCR codes of the evidence when there are any; "
-        "else (sums, reads without OCR) generated after a forced 'Answer:' and read by "
-        "extract_open_answer, falling back to a choice among the evidence's numbers or codes",
-        "reasoner_parse_rate_by_type": {
-            t: {"rate": sum(v) / len(v), "answers": len(v)} for t, v in sorted(by_type.items())
-        },
-        "before": "record at 89ef190 (12 questions): planner 36/36, reasoner 17/37 = 0.46 "
-        "(open answers generated without a forced prefix), free-text JSON planner 0/12",
-        "scale": f"the first {n} of those 12 questions (each SmolLM2 run must fit the shared "
-        "machine's short-job slot); the JSON planner is not re-measured",
-        "examples": [
-            {
-                "q": it.question,
-                "truth": it.answer,
-                "answer": r.answer,
-                "tools": [e.tool for e in r.ledger],
-            }
-            for it, r in zip(items, results, strict=True)
-        ][:8],
-    }
-    return Outcome(config, rows, [claim], seeds=[100])
+    return Outcome(_config(name, n, per_type, items, results), rows, [claim], seeds=[100])

@@ -166,3 +166,5 @@ def test_openai_vlm_constrained_steps_over_loopback():
     assert "continue_final_message" not in srv.bodies[0]  # no prefix, no extra fields
     assert vlm.n_choices == 4  # step, color, shape, colour answer
     assert vlm.n_fallbacks == 0
+    with pytest.raises(TypeError, match="prefill_extra must be a mapping"):
+        OpenAIVLM(srv.url, "m", constrained=True, prefill_extra=["continue_final_message"])

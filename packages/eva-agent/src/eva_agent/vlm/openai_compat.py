@@ -88,6 +88,7 @@ class OpenAIVLM(SmallModelSteps):
 
     Raises:
         ValueError: On a base_url that is not http(s) or a bad timeout / max_retries.
+        TypeError: On a ``prefill_extra`` that is not a mapping.
         ImageNotSupportedError: On the first call, when the server rejects image parts.
         methodkit.llm.LLMError: When the server fails (HTTP status, timeout, unreachable).
     """
@@ -120,6 +121,8 @@ class OpenAIVLM(SmallModelSteps):
         self.native_tools = bool(native_tools)
         self.image_ok: bool | None = None  # learnt on the first call with an image
         self.constrained = bool(constrained)
+        if prefill_extra is not None and not isinstance(prefill_extra, Mapping):
+            raise TypeError(f"prefill_extra must be a mapping or None, got {prefill_extra!r}")
         self.prefill_extra = dict(prefill_extra or {})
         self.n_choices = self.n_fallbacks = 0
 

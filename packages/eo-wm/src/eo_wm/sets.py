@@ -230,6 +230,26 @@ def to_tensors(windows: dict[str, np.ndarray], decomposer: WeatherDecomposer | N
     return out
 
 
+def event_window_starts(
+    cube: dict,
+    starts: tuple[int, ...] = (22, 26, 30),
+    t_context: int = 8,
+    t_future: int = 12,
+    steps_per_year: int = 73,
+) -> list[tuple[int, int]]:
+    """``(scene, first step)`` of every summer window whose target holds a heatwave/drought."""
+    S, T = steps_per_year, t_context + t_future
+    L, n = cube["frames"].shape[:2]
+    event = cube["heatwave"] | cube["drought"]
+    return [
+        (loc, y * S + s0)
+        for loc in range(L)
+        for y in range(n // S)
+        for s0 in starts
+        if y * S + s0 + T <= n and event[loc, y * S + s0 + t_context : y * S + s0 + T].any()
+    ]
+
+
 def make_dose_response(
     sim: LandSurfaceSimulator,
     cube: dict,
@@ -256,16 +276,8 @@ def make_dose_response(
     if not scales or n_windows < 1:
         raise ValueError(f"need scales and n_windows >= 1, got {scales}, {n_windows}")
     rng = np.random.default_rng(seed)
-    S, T = sim.steps_per_year, t_context + t_future
-    L, n = cube["frames"].shape[:2]
-    event = cube["heatwave"] | cube["drought"]
-    cands = [
-        (loc, y * S + s0)
-        for loc in range(L)
-        for y in range(n // S)
-        for s0 in starts
-        if y * S + s0 + T <= n and event[loc, y * S + s0 + t_context : y * S + s0 + T].any()
-    ]
+    T = t_context + t_future
+    cands = event_window_starts(cube, starts, t_context, t_future, sim.steps_per_year)
     if not cands:
         raise ValueError("the cube holds no summer window with a heatwave or drought")
     pick = rng.choice(len(cands), min(n_windows, len(cands)), replace=False)

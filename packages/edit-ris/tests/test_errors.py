@@ -21,6 +21,25 @@ def test_template_without_ref(tiny):
 
 
 @pytest.mark.parametrize(
+    ("kwargs", "err", "match"),
+    [
+        ({"k_affinity": -1}, ValueError, r"k_affinity must be an int in \[0, inf\), got -1"),
+        ({"k_affinity": 2.0}, TypeError, r"k_affinity must be an int, got 2\.0 of type float"),
+        ({"n_bg_prototypes": 0}, ValueError, r"n_bg_prototypes must be an int in \[1, inf\)"),
+        ({"n_refine": True}, TypeError, r"n_refine must be an int, got True .*bool"),
+        ({"tau": 0.0}, ValueError, r"tau must be in \(0\.0, inf\), got 0\.0"),
+        ({"tau": float("inf")}, ValueError, r"tau must be finite and in \(0\.0, inf\), got inf"),
+        ({"lam": float("nan")}, ValueError, r"lam must be finite and in \[0\.0, 1\.0\], got nan"),
+        ({"lam": 1.5}, ValueError, r"lam must be in \[0\.0, 1\.0\], got 1\.5"),
+        ({"lam": "0.3"}, TypeError, r"lam must be a real number, got '0\.3' of type str"),
+    ],
+)
+def test_bad_scalar_options(tiny, kwargs, err, match):
+    with pytest.raises(err, match=match):
+        EditRIS(tiny, **kwargs)
+
+
+@pytest.mark.parametrize(
     ("images", "err", "match"),
     [
         (np.random.default_rng(0).random((1, 4, 32, 32)), ValueError, "RGB"),

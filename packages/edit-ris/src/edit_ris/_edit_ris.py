@@ -24,9 +24,10 @@ import numpy as np
 import torch
 from torch.nn import functional as nnf
 
-from edit_ris._validation import check_expressions, check_int, to_image_tensor
+from edit_ris._validation import check_expressions, to_image_tensor
 from edit_ris.backbones.base import Capture, CaptureError, CaptureSpec, EditingBackbone
 from edit_ris.tokens import expression_token_span, strip_article
+from methodkit.checks import check_int, check_real
 
 _KINDS = ("cross_attn", "self_attn", "features")
 
@@ -42,8 +43,7 @@ def minmax(x: torch.Tensor) -> torch.Tensor:
 
 def propagate_affinity(a: torch.Tensor, w: torch.Tensor, k: int = 2) -> torch.Tensor:
     """``P = minmax(W^k a)``: smooth a prior map (B, R, R) with a row-stochastic W (B, N, N)."""
-    if not isinstance(k, int) or k < 0:
-        raise ValueError(f"k_affinity must be an int >= 0, got {k!r}")
+    k = check_int("k_affinity", k, low=0)
     b, r1, r2 = a.shape
     v = a.reshape(b, r1 * r2, 1).to(w.dtype)
     for _ in range(k):
@@ -172,18 +172,13 @@ class EditRIS:
         for tpl in templates:
             if not isinstance(tpl, str) or tpl.count("{ref}") != 1:
                 raise ValueError(f"template must contain '{{ref}}' exactly once, got {tpl!r}")
-        if not isinstance(k_affinity, int) or k_affinity < 0:
-            raise ValueError(f"k_affinity must be an int >= 0, got {k_affinity!r}")
+        k_affinity = check_int("k_affinity", k_affinity, low=0)
         if not 0.0 <= tau_lo < tau_hi <= 1.0:
             raise ValueError(f"need 0 <= tau_lo < tau_hi <= 1, got {tau_lo}, {tau_hi}")
-        if not isinstance(n_bg_prototypes, int) or n_bg_prototypes < 1:
-            raise ValueError(f"n_bg_prototypes must be an int >= 1, got {n_bg_prototypes!r}")
-        if not tau > 0:
-            raise ValueError(f"tau must be > 0, got {tau}")
-        if not 0.0 <= lam <= 1.0:
-            raise ValueError(f"lam must be in [0, 1], got {lam}")
-        if not isinstance(n_refine, int) or n_refine < 0:
-            raise ValueError(f"n_refine must be an int >= 0, got {n_refine!r}")
+        n_bg_prototypes = check_int("n_bg_prototypes", n_bg_prototypes, low=1)
+        tau = check_real("tau", tau, low=0.0, low_open=True)
+        lam = check_real("lam", lam, 0.0, 1.0)
+        n_refine = check_int("n_refine", n_refine, low=0)
         self.backbone = backbone
         self.templates = templates
         self.template = template

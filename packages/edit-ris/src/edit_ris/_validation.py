@@ -117,38 +117,3 @@ def check_masks(pred: Any, gt: Any) -> tuple[np.ndarray, np.ndarray]:
     if p.ndim == 2:
         p, g = p[None], g[None]
     return p, g
-
-
-def check_int(name: str, value: Any, low: int = 1) -> int:
-    """``value`` as an int >= ``low`` (bool and float refused).
-
-    Raises:
-        TypeError: If ``value`` is not an int.
-        ValueError: If it is below ``low``.
-    """
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int >= {low}, got {value!r}")
-    if value < low:
-        raise ValueError(f"{name} must be an int >= {low}, got {value}")
-    return int(value)
-
-
-def check_finite(
-    name: str, value: Any, low: float, high: float, *, open_low: bool = False
-) -> float:
-    """``value`` as a finite float in [low, high] (or (low, high] with ``open_low``).
-
-    Raises:
-        TypeError: If ``value`` is not a real number.
-        ValueError: If it is NaN, infinite or out of range.
-    """
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
-        raise TypeError(f"{name} must be a real number, got {value!r}")
-    v = float(value)
-    lo_ok = v > low if open_low else v >= low
-    if not np.isfinite(v) or not lo_ok or v > high:
-        bracket = "(" if open_low else "["
-        raise ValueError(
-            f"{name} must be a finite number in {bracket}{low}, {high}], got {value!r}"
-        )
-    return v

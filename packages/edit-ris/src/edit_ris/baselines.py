@@ -16,8 +16,9 @@ from scipy.ndimage import gaussian_filter
 from torch.nn import functional as nnf
 
 from edit_ris._edit_ris import EditRIS, minmax
-from edit_ris._validation import check_expressions, check_finite, check_int, to_image_tensor
+from edit_ris._validation import check_expressions, to_image_tensor
 from edit_ris.tokens import strip_article
+from methodkit.checks import check_int, check_real
 
 __all__ = [
     "AttentionAffinity",
@@ -86,7 +87,7 @@ class CenterPrior:
         if not sigma > 0 or not np.isfinite(sigma):
             raise ValueError(f"sigma must be a finite number > 0, got {sigma}")
         self.sigma = float(sigma)
-        self.threshold = check_finite("threshold", threshold, 0.0, 1.0, open_low=True)
+        self.threshold = check_real("threshold", threshold, 0.0, 1.0, low_open=True)
 
     def predict(self, images: Any, expressions: Sequence[str]) -> Any:
         """Same centred disc for every image."""
@@ -141,7 +142,7 @@ class FeatureOnly(EditRIS):
 
     def __init__(self, backbone: Any, n_clusters: int = 4, **kwargs: Any) -> None:
         super().__init__(backbone, **kwargs)
-        self.n_clusters = check_int("n_clusters", n_clusters)
+        self.n_clusters = check_int("n_clusters", n_clusters, low=1)
 
     def predict(self, images: Any, expressions: Sequence[str]) -> Any:
         """Cluster the features, pick the cluster whose mean attention prior is highest."""
@@ -178,7 +179,7 @@ class _DifferenceBase:
     ) -> None:
         if not isinstance(template, str) or template.count("{ref}") != 1:
             raise ValueError(f"template must contain '{{ref}}' exactly once, got {template!r}")
-        smooth = check_finite("smooth", smooth, 0.0, float("inf"))
+        smooth = check_real("smooth", smooth, low=0.0)
         self.backbone, self.template, self.smooth = backbone, template, smooth
         self.seed = check_int("seed", seed, low=0)
 
@@ -202,23 +203,22 @@ class NoiseDifference(_DifferenceBase):
         self, backbone: Any, n_seeds: int = 4, fraction: float = 0.5, **kwargs: Any
     ) -> None:
         super().__init__(backbone, **kwargs)
-        self.n_seeds = check_int("n_seeds", n_seeds)
-        self.fraction = check_finite("fraction", fraction, 0.0, 1.0, open_low=True)
+        self.n_seeds = check_int("n_seeds", n_seeds, low=1)
+        self.fraction = check_real("fraction", fraction, 0.0, 1.0, low_open=True)
 
     @torch.no_grad()
     def predict(self, images: Any, expressions: Sequence[str]) -> Any:
         """Otsu mask of the averaged noise-prediction difference."""
+        n_seeds = check_int("n_seeds", self.n_seeds, low=1)  # the attribute may be reset
         x, was_numpy, instr = self._prepare(images, expressions)
         t = max(0, int(round(self.fraction * self.backbone.num_train_timesteps)) - 1)  # noqa: RUF046 (numpy scalars)
-        acc: torch.Tensor | None = None
-        for s in range(self.n_seeds):
+        acc = torch.zeros(())
+        for s in range(n_seeds):
             e_c = self.backbone.forward_capture(x, instr, t, self.seed + s, capture=None).eps
             e_0 = self.backbone.forward_capture(x, [""] * len(instr), t, self.seed + s).eps
             diff = (e_c - e_0).abs().mean(1)
-            acc = diff if acc is None else acc + diff
-        if acc is None:
-            raise ValueError(f"n_seeds must be an int >= 1, got {self.n_seeds}")
-        return _out(_otsu_masks(acc / self.n_seeds, x.shape[-2:], self.smooth), was_numpy)
+            acc = acc + diff
+        return _out(_otsu_masks(acc / n_seeds, x.shape[-2:], self.smooth), was_numpy)
 
 
 class OneStepDifference(_DifferenceBase):
@@ -239,7 +239,7 @@ class EditDifference(_DifferenceBase):
 
     def __init__(self, backbone: Any, num_inference_steps: int = 20, **kwargs: Any) -> None:
         super().__init__(backbone, **kwargs)
-        self.num_inference_steps = check_int("num_inference_steps", num_inference_steps)
+        self.num_inference_steps = check_int("num_inference_steps", num_inference_steps, low=1)
 
     @torch.no_grad()
     def predict(self, images: Any, expressions: Sequence[str]) -> Any:

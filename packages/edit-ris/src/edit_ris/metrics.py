@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from edit_ris._validation import check_finite, check_masks
+from edit_ris._validation import check_masks
+from methodkit.checks import check_real
 
 
 def iou(pred: Any, gt: Any) -> np.ndarray:
@@ -46,6 +47,6 @@ def precision_at(
     Raises:
         ValueError: For a threshold outside [0, 1] (or NaN), or the mask errors of :func:`iou`.
     """
-    thresholds = [check_finite("thresholds", t, 0.0, 1.0) for t in thresholds]
+    thresholds = [check_real("thresholds", t, 0.0, 1.0) for t in thresholds]
     scores = iou(pred, gt)
     return {float(t): float((scores > t).mean()) for t in thresholds}

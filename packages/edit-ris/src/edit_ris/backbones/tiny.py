@@ -22,9 +22,9 @@ import torch
 from torch import nn
 from torch.nn import functional as nnf
 
-from edit_ris._validation import check_int
 from edit_ris.backbones.base import Capture, CaptureSpec, LayerInfo, TokenBatch
 from edit_ris.backbones.word_tokenizer import WordTokenizer
+from methodkit.checks import check_int
 
 __all__ = ["TinyEditor", "WordTokenizer", "cosine_alphas_cumprod", "seeded_init_"]
 
@@ -132,10 +132,10 @@ def _check_config(
             f"channels must be two positive multiples of 8 (GroupNorm uses 8 groups), "
             f"got {channels!r}"
         )
-    check_int("text_dim", text_dim)
+    check_int("text_dim", text_dim, low=1)
     check_int("max_length", max_length, low=2)
     check_int("num_train_timesteps", big_t, low=2)
-    check_int("num_inference_steps", n_inference)
+    check_int("num_inference_steps", n_inference, low=1)
     if n_inference > big_t:
         raise ValueError(
             f"num_inference_steps must be <= num_train_timesteps={big_t}, got {n_inference}"

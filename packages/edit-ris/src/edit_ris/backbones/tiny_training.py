@@ -11,9 +11,9 @@ import numpy as np
 import torch
 from torch.nn import functional as nnf
 
-from edit_ris._validation import check_finite, check_int
 from edit_ris.backbones.tiny import TinyEditor
 from methodkit import progress as progress_bar
+from methodkit.checks import check_int, check_real
 
 __all__ = ["train_tiny_editor"]
 
@@ -77,12 +77,12 @@ def train_tiny_editor(
         )
     if model is not None and not isinstance(model, TinyEditor):
         raise TypeError(f"model must be a TinyEditor or None, got {type(model).__name__}")
-    steps = check_int("steps", steps)
-    batch_size = check_int("batch_size", batch_size)
+    steps = check_int("steps", steps, low=1)
+    batch_size = check_int("batch_size", batch_size, low=1)
     seed = check_int("seed", seed, low=0)
-    lr = check_finite("lr", lr, 0.0, math.inf, open_low=True)
+    lr = check_real("lr", lr, low=0.0, low_open=True)
     if minutes is not None:
-        minutes = check_finite("minutes", minutes, 0.0, math.inf, open_low=True)
+        minutes = check_real("minutes", minutes, low=0.0, low_open=True)
     if model is None:
         model = TinyEditor(vocab if vocab is not None else vocabulary(), seed=seed)
     g = torch.Generator().manual_seed(seed)

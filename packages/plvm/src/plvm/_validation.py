@@ -66,34 +66,6 @@ def _describe(x: object) -> str:
     return f"{type(x).__name__}" + (f" of dtype {dtype}" if dtype is not None else "")
 
 
-def check_int(value: object, name: str, low: int) -> int:
-    """``value`` must be an integer (not a bool or float) ``>= low``."""
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise TypeError(f"{name} must be an integer >= {low}, got {value!r}")
-    if value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-    return int(value)
-
-
-def check_number(
-    value: object,
-    name: str,
-    low: float = -np.inf,
-    high: float = np.inf,
-    low_open: bool = False,
-) -> float:
-    """``value`` must be a finite real number in ``[low, high]`` (``(low, high]`` if open)."""
-    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
-        raise TypeError(f"{name} must be a number, got {value!r}")
-    v = float(value)
-    if not np.isfinite(v):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    if v < low or v > high or (low_open and v == low):
-        lo = "(" if low_open else "["
-        raise ValueError(f"{name} must be in {lo}{low:g}, {high:g}], got {value!r}")
-    return v
-
-
 def check_finite(a: np.ndarray, name: str) -> None:
     """Every value of ``a`` must be finite (no NaN or inf)."""
     bad = ~np.isfinite(a)

@@ -11,6 +11,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import NotFittedError  # a ValueError, as before
 
 from methodkit import progress as show_progress
+from methodkit.checks import check_int, check_real
 from plvm._plvm import PLVM, Batch
 from plvm._validation import (
     DECODERS,
@@ -18,9 +19,7 @@ from plvm._validation import (
     FUSIONS,
     check_binary,
     check_choice,
-    check_int,
     check_latent_dim,
-    check_number,
 )
 from plvm.traces import TraceSet
 
@@ -160,17 +159,17 @@ class PLVMClassifier(ClassifierMixin, BaseEstimator):
         check_choice(self.fusion, FUSIONS, "fusion")
         check_choice(self.decoder, DECODERS, "decoder")
         for name in ("epochs", "batch_size", "hidden", "patience"):
-            check_int(getattr(self, name), name, 1)
-        check_int(self.restarts, "restarts", 0)
+            check_int(name, getattr(self, name), low=1)
+        check_int("restarts", self.restarts, low=0)
         if self.max_len is not None:
-            check_int(self.max_len, "max_len", 1)
-        check_number(self.lambda_y, "lambda_y", low=0.0)
-        check_number(self.lr, "lr", low=0.0)
-        check_number(self.weight_decay, "weight_decay", low=0.0)
-        check_number(self.kl_warmup, "kl_warmup", 0.0, 1.0)
-        if check_number(self.validation_fraction, "validation_fraction", 0.0, 1.0) == 1.0:
+            check_int("max_len", self.max_len, low=1)
+        check_real("lambda_y", self.lambda_y, low=0.0)
+        check_real("lr", self.lr, low=0.0)
+        check_real("weight_decay", self.weight_decay, low=0.0)
+        check_real("kl_warmup", self.kl_warmup, 0.0, 1.0)
+        if check_real("validation_fraction", self.validation_fraction, 0.0, 1.0) == 1.0:
             raise ValueError("validation_fraction must be < 1: nothing would be left to train on")
-        check_number(self.chance_margin, "chance_margin", low=0.0)
+        check_real("chance_margin", self.chance_margin, low=0.0)
         if self.progress is not None and not isinstance(self.progress, bool):
             raise TypeError(f"progress must be True, False or None, got {self.progress!r}")
 

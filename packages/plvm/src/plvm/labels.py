@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from plvm._validation import check_number
+from methodkit.checks import check_real
 from plvm.traces import SWITCHED, TraceSet
 
 __all__ = ["mean_run_length", "run_length_labels", "zone_strategy_labels"]
@@ -42,7 +42,7 @@ def zone_strategy_labels(
     if threshold == "median":
         thr = float(np.nanmedian(rl))
     elif isinstance(threshold, int | float) and not isinstance(threshold, bool):
-        thr = check_number(threshold, "threshold")
+        thr = check_real("threshold", threshold)
     else:
         raise ValueError(f"threshold must be 'median' or a number, got {threshold!r}")
     y = (rl > thr).astype(np.float64)

@@ -18,7 +18,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from sklearn.exceptions import NotFittedError  # a ValueError, as before
 
-from plvm._validation import check_binary, check_int, check_latent_dim, check_number
+from methodkit.checks import check_int, check_real
+from plvm._validation import check_binary, check_latent_dim
 
 __all__ = ["PLVMLinear"]
 
@@ -121,10 +122,10 @@ class PLVMLinear:
                 hyper-parameter out of range (``max_iter < 1``, ``C <= 0``, NaN, ...).
         """
         D = check_latent_dim(self.latent_dim)
-        check_int(self.max_iter, "max_iter", 1)
-        check_number(self.tol, "tol", low=0.0)
-        check_number(self.min_var, "min_var", low=0.0)
-        check_number(self.C, "C", low=0.0, low_open=True)
+        check_int("max_iter", self.max_iter, low=1)
+        check_real("tol", self.tol, low=0.0)
+        check_real("min_var", self.min_var, low=0.0)
+        check_real("C", self.C, low=0.0, low_open=True)
         known = list(stats_by_task) if isinstance(stats_by_task, Mapping) else []
         S = self._inputs(stats_by_task, known)
         self.tasks_ = list(S)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from plvm._validation import check_int, check_number
+from methodkit.checks import check_int, check_real
 from plvm.labels import run_length_labels
 from plvm.traces import TraceSet, outcome_summaries
 
@@ -198,9 +198,9 @@ def simulate_population(
         source_specs = src
     if target_spec is None:
         raise ValueError("target_spec is required when source_specs is not a preset name")
-    check_int(n, "n", 2)
-    check_number(sep, "sep")
-    check_number(noise, "noise", low=0.0)
+    check_int("n", n, low=2)
+    check_real("sep", sep)
+    check_real("noise", noise, low=0.0)
     if "T" in source_specs:
         raise ValueError("'T' is the target task's name; rename the source task")
     rng = np.random.default_rng(seed)

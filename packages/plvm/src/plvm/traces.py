@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from plvm._validation import check_finite, check_fraction, check_int, check_progress
+from methodkit.checks import check_int
+from plvm._validation import check_finite, check_fraction, check_progress
 
 EVENT_COLUMNS = (
     "step",
@@ -286,7 +287,7 @@ class TraceSet:
         """
         self.check_tasks([task])
         if max_len is not None:
-            check_int(max_len, "max_len", 1)
+            check_int("max_len", max_len, low=1)
         n_extra = len(self.extra_columns)
         lengths = self.lengths(task)
         L = int(lengths.max()) if len(lengths) else 0

@@ -9,6 +9,7 @@ untrained: the time of a forward pass does not depend on their values.
 
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 import time
@@ -20,6 +21,7 @@ import torch
 from eo_wm.baselines import ConvLSTMForecaster, predict_convlstm
 from eo_wm.model import EOWMConfig, EOWorldModel
 from eo_wm.train import sample_ensemble
+from methodkit.bench import Outcome, ResultRow, check
 
 SPEC = {"hidden": 96, "depth": 4, "heads": 4, "patch": 4, "euler_steps": 30, "grid": 16}
 QUICK = {"hidden": 16, "depth": 1, "heads": 2, "patch": 8, "euler_steps": 2, "grid": 16}
@@ -123,3 +125,44 @@ def measure(quick: bool, reps: int, n_windows: int) -> tuple[dict[str, Any], dic
         f"{c['euler_steps']}-step Euler sample (diffusion) or one forward pass (ConvLSTM)",
     }
     return config, per
+
+
+def cost_suite(args: argparse.Namespace) -> Outcome:
+    """Seconds per ensemble member per window: EO-WM vs ConvLSTM and undifferentiated diffusion."""
+    reps, n_win = (5, 2) if args.quick else (7, 8)
+    config, per = measure(args.quick, reps, n_win)
+    axis, unit = "time per ensemble member per forecast window", "s/member/window"
+    entries = [
+        cost_entry(axis, unit, "EO-WM", per["eo_wm"], "ConvLSTM (one forecast)", per["convlstm"]),
+        cost_entry(
+            axis,
+            unit,
+            "EO-WM",
+            per["eo_wm"],
+            "undifferentiated diffusion",
+            per["undiff_diffusion"],
+        ),
+    ]
+    results = [
+        ResultRow.from_values(name, "s_per_member_window", vals, higher_is_better=False)
+        for name, vals in per.items()
+    ]
+    claims_ = []
+    for e in entries:
+        r = sorted(e["ratio_reps"])
+        q1, q3 = r[len(r) // 4], r[(3 * len(r)) // 4]
+        claims_.append(
+            check(
+                f"the ratio to {e['peer']} is stable: IQR of per-rep ratios <= 25 % of median",
+                q3 - q1 <= 0.25 * e["ratio"],
+                f"{q3 - q1:.3g} vs {e['ratio']:.3g}",
+                inputs=[q3 - q1, e["ratio"]],
+            )
+        )
+    return Outcome(
+        {**config, "cost": entries},
+        results,
+        claims_,
+        units={"s_per_member_window": "s"},
+        labels={"s_per_member_window": "time per ensemble member per window"},
+    )

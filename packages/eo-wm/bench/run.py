@@ -11,13 +11,12 @@ and network calls per window.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
-from pathlib import Path
 
 import cost as cost_bench
 import tasks
+from records import LABELS, UNITS, before_fix_rows
 
 import methodkit
 from methodkit.bench import Outcome, ResultRow, check, compare, run_suite
@@ -185,67 +184,6 @@ def sensitivity_claims(ps: list) -> list:
     ]
 
 
-LABELS = {
-    "es_dae": "Extreme Summer drop amplitude error",
-    "sp_dhr": "seasonal pairs: directional hit rate",
-    "cf_dhr": "counterfactual pairs: directional hit rate",
-    "ndvi_mae": "NDVI mean absolute error",
-    "ndvi_crps": "NDVI trajectory CRPS",
-    "swap_ratio": "swap: forecast / true NDVI change",
-    "swap_mae_increase_pct": "swap: NDVI MAE increase",
-    "dose_ratio": "dose: trough slope / simulator's",
-    "dose_lower_share": "dose: lower trough at 2x anomaly",
-}
-UNITS = {
-    "es_dae": "NDVI",
-    "sp_dhr": "fraction of steps",
-    "cf_dhr": "fraction of steps",
-    "ndvi_mae": "NDVI",
-    "ndvi_crps": "NDVI",
-    "swap_ratio": "ratio",
-    "swap_mae_increase_pct": "%",
-    "dose_ratio": "ratio",
-    "dose_lower_share": "share of windows",
-}
-
-
-BEFORE_FIX = Path(__file__).parent / "results" / "before_fix"
-
-
-def before_fix_rows(benchmark: str, quick: bool, seeds: list[int]) -> tuple[list[ResultRow], dict]:
-    """EO-WM's rows from the record of the code before the weather fix (commit 5aea076).
-
-    Shown as ``eo_wm_before_fix`` next to the fixed model; nothing is recomputed or edited:
-    the values are that record's values for the seeds of this run (same worlds), and its
-    command and commit are kept.
-    """
-    path = BEFORE_FIX / f"{benchmark}.json"
-    if quick or not path.exists():
-        return [], {}
-    rec = json.loads(path.read_text())
-    keep = [i for i, sd in enumerate(rec["seeds"]) if sd in seeds]
-    if not keep:
-        return [], {}
-    rows = [
-        ResultRow.from_values(
-            "eo_wm_before_fix",
-            r["metric"],
-            [r["values"][i] for i in keep],
-            higher_is_better=r.get("higher_is_better"),
-        )
-        for r in rec["results"]
-        if r["method"] == "eo_wm" and len(r["values"]) == len(rec["seeds"])
-    ]
-    info = {
-        "record": f"bench/results/before_fix/{benchmark}.json",
-        "seeds": [rec["seeds"][i] for i in keep],
-        "command": rec.get("command"),
-        "commit": rec.get("git_commit"),
-        "steps": rec["config"].get("steps"),
-    }
-    return rows, info
-
-
 def _per_seed(args: argparse.Namespace, part: str) -> tuple[dict, list]:
     cfg = QUICK if args.quick else FULL
     per_seed, t0 = [], time.perf_counter()
@@ -295,53 +233,14 @@ def sensitivity(args: argparse.Namespace) -> Outcome:
     )
 
 
-def cost(args: argparse.Namespace) -> Outcome:
-    """Seconds per ensemble member per window: EO-WM vs ConvLSTM and undifferentiated diffusion."""
-    reps, n_win = (5, 2) if args.quick else (7, 8)
-    config, per = cost_bench.measure(args.quick, reps, n_win)
-    axis, unit = "time per ensemble member per forecast window", "s/member/window"
-    entries = [
-        cost_bench.cost_entry(
-            axis, unit, "EO-WM", per["eo_wm"], "ConvLSTM (one forecast)", per["convlstm"]
-        ),
-        cost_bench.cost_entry(
-            axis,
-            unit,
-            "EO-WM",
-            per["eo_wm"],
-            "undifferentiated diffusion",
-            per["undiff_diffusion"],
-        ),
-    ]
-    results = [
-        ResultRow.from_values(name, "s_per_member_window", vals, higher_is_better=False)
-        for name, vals in per.items()
-    ]
-    claims_ = []
-    for e in entries:
-        r = sorted(e["ratio_reps"])
-        q1, q3 = r[len(r) // 4], r[(3 * len(r)) // 4]
-        claims_.append(
-            check(
-                f"the ratio to {e['peer']} is stable: IQR of per-rep ratios <= 25 % of median",
-                q3 - q1 <= 0.25 * e["ratio"],
-                f"{q3 - q1:.3g} vs {e['ratio']:.3g}",
-                inputs=[q3 - q1, e["ratio"]],
-            )
-        )
-    return Outcome(
-        {**config, "cost": entries},
-        results,
-        claims_,
-        units={"s_per_member_window": "s"},
-        labels={"s_per_member_window": "time per ensemble member per window"},
-    )
-
-
 def main(argv: list[str] | None = None) -> int:
     return run_suite(
         PACKAGE,
-        {"weather_response": weather_response, "sensitivity": sensitivity, "cost": cost},
+        {
+            "weather_response": weather_response,
+            "sensitivity": sensitivity,
+            "cost": cost_bench.cost_suite,
+        },
         argv,
         description=__doc__.splitlines()[0],
     )

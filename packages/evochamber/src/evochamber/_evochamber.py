@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from evochamber._validation import check_bool, check_int, check_real
+from evochamber._validation import check_bool
 from evochamber.agent import Agent
 from evochamber.codream import ROUTINGS, SCOPES, TRIGGERS, CoDream, check_choice
 from evochamber.lifecycle import Lifecycle
@@ -33,6 +33,7 @@ from evochamber.team import (
     check_team_size,
 )
 from evochamber.types import Experience, Structure, Task, TeamOutcome
+from methodkit.checks import check_int, check_real
 
 TEAMS = ("niche", "random")
 

@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from evochamber._validation import check_int, check_real
 from evochamber.agent import Agent
 from evochamber.population import Population
 from evochamber.types import Insight, Task, TeamOutcome, normalize_answer
+from methodkit.checks import check_int, check_real
 
 ROUTINGS = ("asymmetric", "broadcast", "self", "off")
 SCOPES = ("team", "active")

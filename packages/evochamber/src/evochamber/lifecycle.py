@@ -11,12 +11,12 @@ from typing import Any
 
 import numpy as np
 
-from evochamber._validation import check_int, check_real
 from evochamber.agent import INITIAL_COMPETENCE, Agent
 from evochamber.memory import MemoryArchive
 from evochamber.population import Population
 from evochamber.team import cosine
 from evochamber.types import Insight
+from methodkit.checks import check_int, check_real
 
 
 @dataclass

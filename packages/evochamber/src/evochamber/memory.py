@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from evochamber.types import Experience, Insight
+from methodkit.checks import check_int, check_real
 
 CROSS_DOMAIN = "*"  # the niche label of the cross-domain section
 
@@ -37,12 +38,8 @@ class MemoryArchive:
     def __init__(
         self, capacity: int = 8, tau: float = 300.0, experience_capacity: int = 20
     ) -> None:
-        if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
-            raise ValueError(f"capacity must be an integer >= 1, got {capacity!r}")
-        if not tau > 0:
-            raise ValueError(f"tau must be > 0, got {tau!r}")
-        self.capacity = capacity
-        self.tau = float(tau)
+        self.capacity = check_int("capacity", capacity, low=1)
+        self.tau = check_real("tau", tau, 0.0, low_open=True)
         self.items: list[Insight] = []
         self.experiences: deque[Experience] = deque(maxlen=max(1, int(experience_capacity)))
 

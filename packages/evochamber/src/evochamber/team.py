@@ -8,10 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from evochamber._validation import check_real
 from evochamber.agent import Agent
 from evochamber.population import Population
 from evochamber.types import Structure
+from methodkit.checks import check_real
 
 
 def _argmax_ties(scores: np.ndarray, rng: np.random.Generator) -> int:

@@ -108,7 +108,7 @@ def test_agent_config(agent):
         ({"risks": [0.1, 1.5], "target_rate": 0.5}, r"risks must lie in \[0, 1\]"),
         (
             {"risks": [0.1, 0.2], "fast_correct": [1, 0], "slow_correct": [1, 1], "lam": NAN},
-            "lam must be a finite number",
+            "lam must be finite and in",
         ),
         (
             {"risks": [0.1, 0.2], "fast_correct": [NAN, 0], "slow_correct": [1, 1]},
@@ -134,7 +134,7 @@ def test_logistic_router_bad_input():
     pytest.importorskip("sklearn")
     with pytest.raises(ValueError, match=r"C \(inverse regularisation strength\) must be > 0"):
         LogisticRouter(C=-1.0)
-    with pytest.raises(ValueError, match="C must be a finite number"):
+    with pytest.raises(ValueError, match="C must be finite and in"):
         LogisticRouter(C=NAN)
     rows = [{"conf": 0.5, "qtype": "read"}, {"conf": 0.2, "qtype": "count"}]
     with pytest.raises(ValueError, match="1 rows but 2 direct_wrong labels"):
@@ -154,17 +154,25 @@ def test_logistic_router_missing_sklearn_names_the_extra(monkeypatch):
 @pytest.mark.parametrize(
     ("make", "err", "match"),
     [
-        (lambda: EvidenceVerifier(NAN), ValueError, r"evidence_conf must be in \[0, 1\]"),
-        (lambda: EvidenceVerifier(2.0), ValueError, r"evidence_conf must be in \[0, 1\]"),
+        (
+            lambda: EvidenceVerifier(NAN),
+            ValueError,
+            r"evidence_conf must be finite and in \[0\.0, 1\.0\]",
+        ),
+        (lambda: EvidenceVerifier(2.0), ValueError, r"evidence_conf must be in \[0\.0, 1\.0\]"),
         (lambda: ShapeTextVQA(6, seed=NAN), TypeError, "seed must be an int"),
-        (lambda: ShapeTextVQA(6, seed=-1), ValueError, "seed must be >= 0"),
+        (lambda: ShapeTextVQA(6, seed=-1), ValueError, r"seed must be an int in \[0, inf\)"),
         (lambda: SimParams(count_free=-1), ValueError, "count_free must be an int >= 0"),
         (lambda: SimParams(conf_correct=(NAN, 1.0)), ValueError, "conf_correct must be two"),
-        (lambda: ShapeColorDetector(min_area=-5), ValueError, "min_area must be >= 0"),
+        (
+            lambda: ShapeColorDetector(min_area=-5),
+            ValueError,
+            r"min_area must be an int in \[0, inf\)",
+        ),
         (lambda: ShapeColorDetector(min_area=NAN), TypeError, "min_area must be an int"),
         (lambda: ShapeColorDetector(min_sat=300), ValueError, "min_sat is on OpenCV's 0-255"),
-        (lambda: RapidOCRTool(min_conf=2.0), ValueError, r"min_conf must be in \[0, 1\]"),
-        (lambda: RapidOCRTool(threads=0), ValueError, "threads must be >= 1"),
+        (lambda: RapidOCRTool(min_conf=2.0), ValueError, r"min_conf must be in \[0\.0, 1\.0\]"),
+        (lambda: RapidOCRTool(threads=0), ValueError, r"threads must be an int in \[1, inf\)"),
         (lambda: TesseractTool(psm=20), ValueError, "psm must be a Tesseract page-segmentation"),
     ],
 )

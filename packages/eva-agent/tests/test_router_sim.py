@@ -42,7 +42,7 @@ def test_calibrate_tau_accuracy_minus_cost():
         calibrate_tau(r)
     with pytest.raises(ValueError, match="lengths differ"):
         calibrate_tau(r, fast_correct=fast[:3], slow_correct=fast)
-    with pytest.raises(ValueError, match=r"target_rate must be in \[0, 1\]"):
+    with pytest.raises(ValueError, match=r"target_rate must be in \[0\.0, 1\.0\]"):
         calibrate_tau(r, 1.5)
 
 
@@ -54,8 +54,13 @@ def test_threshold_router_rule():
     assert not rt.route(0.9, "attribute")
     assert rt.route(0.3, "attribute")  # 1 - c = 0.7
     assert ThresholdRouter(0.5).risk(0.95, "existence", answer="yes") == 0.9
-    with pytest.raises(ValueError, match=r"tau must be in \[0, 1\]"):
+    with pytest.raises(ValueError, match=r"tau must be in \[0\.0, 1\.0\]"):
         ThresholdRouter(-0.1)
+    # a string or a bool is no longer coerced by float() (methodkit.checks.check_real)
+    with pytest.raises(TypeError, match=r"tau must be a real number, got '0\.5'"):
+        ThresholdRouter("0.5")
+    with pytest.raises(TypeError, match="tau must be a real number, got True"):
+        ThresholdRouter(True)
 
 
 @pytest.mark.slow

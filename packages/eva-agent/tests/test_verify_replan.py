@@ -191,5 +191,5 @@ def test_replanner_respects_rounds_budget_and_call_order():
     ledger2 = []
     calls, _ = IterativeReplanner(3).run(vlm, None, READ_Q, "read", ledger2, call, 2, log)
     assert calls == 2
-    with pytest.raises(ValueError, match="max_rounds must be >= 1"):
+    with pytest.raises(ValueError, match=r"max_rounds must be an int in \[1, inf\)"):
         IterativeReplanner(0)

@@ -52,7 +52,7 @@ def test_dataset_is_balanced_and_deterministic():
 def test_dataset_bad_input():
     with pytest.raises(ValueError, match="split must be one of"):
         ShapeTextVQA(12, split="dev")
-    with pytest.raises(ValueError, match="n must be >= 6"):
+    with pytest.raises(ValueError, match=r"n must be an int in \[6, inf\)"):
         ShapeTextVQA(3)
     with pytest.raises(ValueError, match="difficulty must be in"):
         ShapeTextVQA(12, difficulty=2)

@@ -7,13 +7,14 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from eva_agent._validation import as_rgb, check_positive_int, check_question
+from eva_agent._validation import as_rgb, check_question
 from eva_agent._vocab import QTYPES, infer_qtype
 from eva_agent.replan import IterativeReplanner, assess
 from eva_agent.router import ThresholdRouter
 from eva_agent.types import AgentResult, Evidence, Observation, ToolCall, Verdict
 from eva_agent.verify import EvidenceVerifier
 from eva_agent.vlm.base import ReplyParseError
+from methodkit.checks import check_int
 
 
 class EVAgent:
@@ -88,7 +89,7 @@ class EVAgent:
         self.router = router if router is not None else ThresholdRouter(0.5)
         self.replanner = replanner if replanner is not None else IterativeReplanner(3)
         self.verifier = verifier if verifier is not None else EvidenceVerifier()
-        self.budget = check_positive_int("budget", budget)
+        self.budget = check_int("budget", budget, low=1)
         self.verify = bool(verify)
         self.plan_hints = dict(plan_hints or {})
 

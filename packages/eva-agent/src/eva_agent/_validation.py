@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import warnings
 from typing import Any
 
@@ -89,26 +88,6 @@ def check_question(question: Any) -> str:
     return q
 
 
-def check_unit(name: str, value: Any) -> float:
-    """``value`` as a float in [0, 1]; raises otherwise."""
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a number in [0, 1], got {value!r}") from None
-    if not (0.0 <= v <= 1.0) or math.isnan(v):
-        raise ValueError(f"{name} must be in [0, 1], got {value!r}")
-    return v
-
-
-def check_positive_int(name: str, value: Any, low: int = 1) -> int:
-    """``value`` as an int >= ``low``; raises otherwise."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int >= {low}, got {value!r}")
-    if value < low:
-        raise ValueError(f"{name} must be >= {low}, got {value}")
-    return value
-
-
 def clip_region(
     region: Any, size: tuple[int, int], name: str = "region"
 ) -> tuple[int, int, int, int] | None:
@@ -135,16 +114,6 @@ def clip_region(
             stacklevel=3,
         )
     return cx0, cy0, cx1, cy1
-
-
-def check_real(name: str, value: Any, low: float = -math.inf, high: float = math.inf) -> float:
-    """``value`` as a finite float in [low, high]; raises otherwise."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
-        raise TypeError(f"{name} must be a real number, got {value!r}")
-    v = float(value)
-    if not math.isfinite(v) or not low <= v <= high:
-        raise ValueError(f"{name} must be a finite number in [{low}, {high}], got {value!r}")
-    return v
 
 
 def check_finite_array(name: str, values: Any) -> np.ndarray:

@@ -7,10 +7,11 @@ from collections import Counter
 from typing import Any
 
 from eva_agent._eva import EVAgent
-from eva_agent._validation import as_rgb, check_positive_int, check_question
+from eva_agent._validation import as_rgb, check_question
 from eva_agent.replan import IterativeReplanner
 from eva_agent.router import AlwaysSlow
 from eva_agent.types import AgentResult
+from methodkit.checks import check_int
 
 
 def _result(answer: str, t0: float, n_vlm: int, log: list[str]) -> AgentResult:
@@ -36,7 +37,7 @@ class SelfReflect:
     """Answer, critique (``vlm.judge``), revise; ``rounds`` times."""
 
     def __init__(self, vlm: Any, rounds: int = 1) -> None:
-        self.vlm, self.rounds = vlm, check_positive_int("rounds", rounds)
+        self.vlm, self.rounds = vlm, check_int("rounds", rounds, low=1)
 
     def run(self, image: Any, question: str, qtype: str | None = None) -> AgentResult:
         """Answer ``question`` about ``image``; returns an AgentResult."""
@@ -60,8 +61,8 @@ class Debate:
 
     def __init__(self, vlm: Any, n_agents: int = 3, rounds: int = 2) -> None:
         self.vlm = vlm
-        self.n_agents = check_positive_int("n_agents", n_agents, low=2)
-        self.rounds = check_positive_int("rounds", rounds)
+        self.n_agents = check_int("n_agents", n_agents, low=2)
+        self.rounds = check_int("rounds", rounds, low=1)
 
     def run(self, image: Any, question: str, qtype: str | None = None) -> AgentResult:
         """Answer ``question`` about ``image``; returns an AgentResult."""

@@ -6,7 +6,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from eva_agent._validation import check_positive_int
 from eva_agent.types import Evidence, Final, Observation, ToolCall
 from eva_agent.verify import (
     EVIDENCE_CONF,
@@ -16,6 +15,7 @@ from eva_agent.verify import (
     relevant_detections,
     relevant_ocr,
 )
+from methodkit.checks import check_int
 
 LOW_CONF = 0.5
 #: What kind of evidence each question type needs (feedback to the planner).
@@ -126,7 +126,7 @@ class IterativeReplanner:
     """
 
     def __init__(self, max_rounds: int = 3, replan: bool = True) -> None:
-        self.max_rounds = check_positive_int("max_rounds", max_rounds)
+        self.max_rounds = check_int("max_rounds", max_rounds, low=1)
         self.replan = bool(replan)
 
     def run(

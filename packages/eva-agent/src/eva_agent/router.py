@@ -7,8 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from eva_agent._validation import check_finite_array, check_real, check_unit
+from eva_agent._validation import check_finite_array
 from eva_agent._vocab import QTYPES
+from methodkit.checks import check_real
 
 #: Per-type risk prior pi (inferred): reading, counting and arithmetic over text are high,
 #: colour/shape attributes low.
@@ -43,12 +44,12 @@ class ThresholdRouter:
         type_prior: Mapping[str, float] | None = None,
         affirmative_prior: float = AFFIRMATIVE_PRIOR,
     ) -> None:
-        self.tau = check_unit("tau", tau)
+        self.tau = check_real("tau", tau, 0.0, 1.0)
         prior = dict(TYPE_PRIOR if type_prior is None else type_prior)
         for k, v in prior.items():
-            check_unit(f"type_prior[{k!r}]", v)
+            check_real(f"type_prior[{k!r}]", v, 0.0, 1.0)
         self.type_prior = prior
-        self.affirmative_prior = check_unit("affirmative_prior", affirmative_prior)
+        self.affirmative_prior = check_real("affirmative_prior", affirmative_prior, 0.0, 1.0)
 
     def risk(self, conf: float, qtype: str, answer: str | None = None, **features: Any) -> float:
         """Risk r = max(1 - conf, pi[qtype]).
@@ -58,7 +59,7 @@ class ThresholdRouter:
         pi = self.type_prior.get(qtype, 0.5)
         if qtype == "existence" and str(answer or "").strip().lower().startswith("yes"):
             pi = max(pi, self.affirmative_prior)
-        return max(1.0 - check_unit("conf", conf), pi)
+        return max(1.0 - check_real("conf", conf, 0.0, 1.0), pi)
 
     def route(self, conf: float, qtype: str, **features: Any) -> bool:
         """True = slow (tool) path."""
@@ -109,7 +110,7 @@ def calibrate_tau(
     mids = np.unique(np.concatenate([cands, (cands[1:] + cands[:-1]) / 2]))
     mids = mids[(mids >= 0) & (mids <= 1)]
     if target_rate is not None:
-        target_rate = check_unit("target_rate", target_rate)
+        target_rate = check_real("target_rate", target_rate, 0.0, 1.0)
         rates = np.array([(r > t).mean() for t in mids])
         return float(mids[int(np.argmin(np.abs(rates - target_rate)))])
     if fast_correct is None or slow_correct is None:
@@ -140,7 +141,7 @@ class LogisticRouter:
     """
 
     def __init__(self, tau: float = 0.5, C: float = 1.0) -> None:
-        self.tau = check_unit("tau", tau)
+        self.tau = check_real("tau", tau, 0.0, 1.0)
         self.C = check_real("C", C)
         if self.C <= 0:
             raise ValueError(f"C (inverse regularisation strength) must be > 0, got {C!r}")

@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from eva_agent._validation import check_unit
 from eva_agent._vocab import COLOURS, SHAPES, entities, infer_qtype
 from eva_agent.tools.calc import evaluate
 from eva_agent.types import Evidence, Verdict
+from methodkit.checks import check_real
 
 #: Evidence-derived answers at or above this confidence may replace a contradicted answer.
 EVIDENCE_CONF = 0.8
@@ -269,7 +269,7 @@ class EvidenceVerifier:
     """
 
     def __init__(self, evidence_conf: float = EVIDENCE_CONF) -> None:
-        self.evidence_conf = check_unit("evidence_conf", evidence_conf)
+        self.evidence_conf = check_real("evidence_conf", evidence_conf, 0.0, 1.0)
 
     def check(
         self, answer: str, ledger: list[Evidence], qtype: str | None, question: str = ""

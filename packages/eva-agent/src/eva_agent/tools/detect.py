@@ -6,10 +6,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from eva_agent._validation import as_rgb, check_positive_int, check_unit, clip_region
+from eva_agent._validation import as_rgb, clip_region
 from eva_agent._vocab import COLOURS, SHAPES
 from eva_agent.tools.base import REGION_SCHEMA, bad_args
 from eva_agent.types import Observation
+from methodkit.checks import check_int, check_real
 
 
 def _hue_centres() -> dict[str, float]:
@@ -51,9 +52,9 @@ class ShapeColorDetector:
     }
 
     def __init__(self, min_area: int = 120, min_sat: int = 90, min_val: int = 70) -> None:
-        self.min_area = check_positive_int("min_area", min_area, low=0)
+        self.min_area = check_int("min_area", min_area, low=0)
         for name, v in (("min_sat", min_sat), ("min_val", min_val)):
-            if check_positive_int(name, v, low=0) > 255:
+            if check_int(name, v, low=0) > 255:
                 raise ValueError(f"{name} is on OpenCV's 0-255 HSV scale, got {v}")
         self.min_sat, self.min_val = min_sat, min_val
         self._hues: dict[str, float] | None = None
@@ -154,7 +155,7 @@ class HFZeroShotDetector:
 
     def __init__(self, model: Any, processor: Any, threshold: float = 0.3) -> None:
         self.model, self.processor = model, processor
-        self.threshold = check_unit("threshold", threshold)
+        self.threshold = check_real("threshold", threshold, 0.0, 1.0)
 
     @classmethod
     def from_pretrained(cls, path: str, threshold: float = 0.3) -> HFZeroShotDetector:

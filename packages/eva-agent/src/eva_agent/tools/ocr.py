@@ -12,10 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from eva_agent._validation import as_rgb, check_positive_int, check_unit
+from eva_agent._validation import as_rgb
 from eva_agent.tools.base import REGION_SCHEMA, bad_args
 from eva_agent.tools.image_ops import crop_zoom, to_original
 from eva_agent.types import Observation
+from methodkit.checks import check_int, check_real
 
 OCR_SCHEMA = {
     "type": "object",
@@ -63,8 +64,8 @@ class RapidOCRTool:
     schema = OCR_SCHEMA
 
     def __init__(self, threads: int = 1, min_conf: float = 0.3) -> None:
-        self.threads = check_positive_int("threads", threads)
-        self.min_conf = check_unit("min_conf", min_conf)
+        self.threads = check_int("threads", threads, low=1)
+        self.min_conf = check_real("min_conf", min_conf, 0.0, 1.0)
         self._engine: Any = None
 
     def _get(self) -> Any:
@@ -114,10 +115,10 @@ class TesseractTool:
     schema = OCR_SCHEMA
 
     def __init__(self, psm: int = 6, min_conf: float = 0.3) -> None:
-        self.psm = check_positive_int("psm", psm, low=0)
+        self.psm = check_int("psm", psm, low=0)
         if self.psm > 13:
             raise ValueError(f"psm must be a Tesseract page-segmentation mode in 0..13, got {psm}")
-        self.min_conf = check_unit("min_conf", min_conf)
+        self.min_conf = check_real("min_conf", min_conf, 0.0, 1.0)
         self.available = self.is_available()
         if not self.available:
             warnings.warn(

@@ -7,12 +7,12 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from eva_agent._validation import check_positive_int, check_unit
 from eva_agent._vocab import QTYPES
 from eva_agent.types import QAItem
 from eva_agent.world.questions import make_questions
 from eva_agent.world.scenes import render_scene, sample_scene
 from methodkit import progress as progress_bar
+from methodkit.checks import check_int, check_real
 
 _SPLITS = {"train": 0, "val": 1, "test": 2}
 
@@ -52,11 +52,11 @@ class ShapeTextVQA(Sequence[QAItem]):
         difficulty: float = 0.5,
         progress: bool | None = None,
     ) -> None:
-        check_positive_int("n", n, low=len(QTYPES))
+        check_int("n", n, low=len(QTYPES))
         if split not in _SPLITS:
             raise ValueError(f"split must be one of {sorted(_SPLITS)}, got {split!r}")
-        self.n, self.seed, self.split = n, check_positive_int("seed", seed, low=0), split
-        self.difficulty = check_unit("difficulty", difficulty)
+        self.n, self.seed, self.split = n, check_int("seed", seed, low=0), split
+        self.difficulty = check_real("difficulty", difficulty, 0.0, 1.0)
         rng = np.random.default_rng([int(seed), _SPLITS[split], 7031])
         quota = {t: n // len(QTYPES) + (i < n % len(QTYPES)) for i, t in enumerate(QTYPES)}
         by_type: dict[str, list[QAItem]] = {t: [] for t in QTYPES}

@@ -3,7 +3,7 @@
 The paper's cost axis for a plug-in is what it adds to the frozen encoder's own
 ``encode_image``: time per image and memory. EasyLens and the plain encoder embed the same
 images with the same model in one process, rep by rep in alternating order after one untimed
-warm-up call each (/tmp/team/COST.md convention: median of interleaved reps, load average).
+warm-up call each (``methodkit.bench.interleaved``; median of the reps, load average).
 
 Two encoders: the benchmark's TinyCLIP (the spec's 4,000-step checkpoint from the temp-dir
 cache; a cold cache trains it first, ~14 min on one core) on the 32 x 32 synthetic scans, and a
@@ -16,10 +16,8 @@ loads the model (and the bank) and embeds the batch once (``methodkit.bench.peak
 
 from __future__ import annotations
 
-import os
 import statistics
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,45 +26,19 @@ import torch
 
 from easylens import EasyBank, EasyLens, OpenCLIPAdapter, ScanGenerator, tiny_clip_adapter
 from easylens.synthetic import TinyCLIP
-from methodkit.bench import Outcome, ResultRow, check, peak_memory
+from methodkit.bench import (
+    Outcome,
+    ResultRow,
+    check,
+    cost_entry,
+    interleaved,
+    load_average,
+    peak_memory,
+)
 
 FULL = {"tiny_batch": 400, "vit_batch": 8, "vit_bank": (16, 8), "reps": 7}
 QUICK = {"tiny_batch": 32, "vit_batch": 0, "vit_bank": (8, 4), "reps": 5}
 METHOD, PEER = "EasyLens encode_image", "plain encode_image"
-
-
-def interleaved(fns: dict[str, Callable[[], Any]], reps: int) -> dict[str, list[float]]:
-    """Seconds per call of each fn, rep by rep, order alternating; one untimed warm-up each."""
-    for fn in fns.values():
-        fn()
-    names, out = list(fns), {k: [] for k in fns}
-    for i in range(reps):
-        for name in names if i % 2 == 0 else names[::-1]:
-            t0 = time.perf_counter()
-            fns[name]()
-            out[name].append(time.perf_counter() - t0)
-    return out
-
-
-def cost_entry(
-    axis: str, unit: str, m_vals: list[float], p_vals: list[float], reps: int
-) -> dict[str, Any]:
-    """One entry of ``config["cost"]`` (medians over the reps, per-rep paired ratios)."""
-    ratios = [a / b for a, b in zip(m_vals, p_vals, strict=True) if b > 0]
-    return {
-        "axis": axis,
-        "unit": unit,
-        "lower_is_better": True,
-        "method": METHOD,
-        "value": statistics.median(m_vals),
-        "peer": PEER,
-        "peer_value": statistics.median(p_vals),
-        "ratio": statistics.median(ratios) if ratios else None,
-        "ratio_reps": ratios,
-        "statistic": f"median of {reps} interleaved reps",
-        "reps": reps,
-        "load_avg": [round(x, 2) for x in os.getloadavg()],
-    }
 
 
 def memory_entry(axis: str, m_bytes: int, p_bytes: int) -> dict[str, Any]:
@@ -83,7 +55,7 @@ def memory_entry(axis: str, m_bytes: int, p_bytes: int) -> dict[str, Any]:
         "ratio": m / p if p > 0 else None,
         "statistic": "peak RSS above import torch, 1 run (spawned child)",
         "reps": 1,
-        "load_avg": [round(x, 2) for x in os.getloadavg()],
+        "load_avg": load_average(),
     }
 
 
@@ -129,7 +101,8 @@ def measure(
         rep = lens.explain(imgs)
     ms = {k: [1e3 * s / len(imgs) for s in v] for k, v in secs.items()}
     label = "TinyCLIP 32 px" if kind == "tiny" else "ViT-B/16 224 px"
-    entries = [cost_entry(f"time per image ({label})", "ms/image", ms[METHOD], ms[PEER], reps)]
+    axis = f"time per image ({label})"
+    entries = [cost_entry(axis, "ms/image", True, METHOD, ms[METHOD], PEER, ms[PEER])]
     with tempfile.TemporaryDirectory() as tmp:
         path = str(Path(tmp) / "bank.pt")
         bank.save(path)

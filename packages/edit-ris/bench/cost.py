@@ -14,11 +14,18 @@ from typing import Any
 
 import numpy as np
 import tasks
-from costing import entry, interleaved, stable_ratio
 
 from edit_ris import EditRIS
 from edit_ris import baselines as bl
-from methodkit.bench import Outcome, ResultRow, check, compare
+from methodkit.bench import (
+    Outcome,
+    ResultRow,
+    check,
+    compare,
+    cost_entry,
+    interleaved,
+    stable_ratio,
+)
 
 EDIT_STEPS = 20  # the spec's EditDifference: the full edit with N = 20 steps
 
@@ -55,8 +62,8 @@ def cost(args: Any) -> Outcome:
     axis, unit = "time per expression (32x32 image, 1 CPU thread)", "s/expression"
     stat = f"median of {reps} interleaved reps over {n} expressions"
     cost_list = [
-        entry(axis, unit, True, "EditRIS", per_expr["EditRIS"], multi, per_expr[multi], stat),
-        entry(
+        cost_entry(axis, unit, True, "EditRIS", per_expr["EditRIS"], multi, per_expr[multi], stat),
+        cost_entry(
             axis,
             unit,
             True,

@@ -18,10 +18,17 @@ from typing import Any
 
 import tasks
 import torch
-from costing import entry, interleaved, stable_ratio
 
 from emo_moe import TinyMoELM, expert_importance, prune_experts, select_expert_subset
-from methodkit.bench import Outcome, ResultRow, check, peak_memory
+from methodkit.bench import (
+    Outcome,
+    ResultRow,
+    check,
+    cost_entry,
+    interleaved,
+    peak_memory,
+    stable_ratio,
+)
 
 MIB = 2**20
 
@@ -108,13 +115,13 @@ def cost(args: Any, base: dict[str, Any]) -> Outcome:
                 for k, mod in (("all experts", full), ("25 % subset", pruned))}  # fmt: skip
     stat = f"median of {reps} interleaved reps ({steps} steps of {batch}x{seq} tokens each)"
     cost_list = [
-        entry("training throughput at equal active experts (3 routed + 1 shared of 32)",
+        cost_entry("training throughput at equal active experts (3 routed + 1 shared of 32)",
               "tokens/s", False, "EMO (pooled router)", tok_train["emo"],
               "standard top-k MoE", tok_train["topk"], stat),
-        entry("peak memory of a training run (RSS above import torch)", "MiB", True,
+        cost_entry("peak memory of a training run (RSS above import torch)", "MiB", True,
               "EMO (pooled router)", [mem["emo"]], "standard top-k MoE", [mem["topk"]],
               "one spawned run each (2 steps)" if not quick else "in-process lower bound"),
-        entry("inference throughput", "tokens/s", False, "25 % expert subset (pruned)",
+        cost_entry("inference throughput", "tokens/s", False, "25 % expert subset (pruned)",
               tok_inf["25 % subset"], "all 32 experts", tok_inf["all experts"],
               f"median of {reps} interleaved reps ({infer_rows.numel()} tokens each)"),
     ]  # fmt: skip

@@ -1,18 +1,16 @@
 """The eo-wm ``cost`` suite: seconds per ensemble member per forecast window, side by side.
 
 EO-WM, the undifferentiated diffusion (same size) and ConvLSTM (one deterministic forecast =
-one member) forecast the same windows in the same process; repetitions are interleaved with
-alternating order after one untimed warm-up each; the statistic is the median (see
-/tmp/team/COST.md, the record convention of the root README's cost table). Weights are
+one member) forecast the same windows in the same process; repetitions are interleaved in
+rotating order after one untimed warm-up each; the statistic is the median
+(``methodkit.bench.interleaved`` and ``cost_entry``, the record convention of the root README's
+cost table). Weights are
 untrained: the time of a forward pass does not depend on their values.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import statistics
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -21,43 +19,10 @@ import torch
 from eo_wm.baselines import ConvLSTMForecaster, predict_convlstm
 from eo_wm.model import EOWMConfig, EOWorldModel
 from eo_wm.train import sample_ensemble
-from methodkit.bench import Outcome, ResultRow, check
+from methodkit.bench import Outcome, ResultRow, check, cost_entry, interleaved
 
 SPEC = {"hidden": 96, "depth": 4, "heads": 4, "patch": 4, "euler_steps": 30, "grid": 16}
 QUICK = {"hidden": 16, "depth": 1, "heads": 2, "patch": 8, "euler_steps": 2, "grid": 16}
-
-
-def interleaved(fns: dict[str, Callable[[], Any]], reps: int) -> dict[str, list[float]]:
-    """Seconds per call of each fn, rep by rep, order alternating; one untimed warm-up each."""
-    for fn in fns.values():
-        fn()
-    names, out = list(fns), {k: [] for k in fns}
-    for i in range(reps):
-        for name in names if i % 2 == 0 else names[::-1]:
-            t0 = time.perf_counter()
-            fns[name]()
-            out[name].append(time.perf_counter() - t0)
-    return out
-
-
-def cost_entry(
-    axis: str, unit: str, method: str, m_vals: list[float], peer: str, p_vals: list[float]
-) -> dict[str, Any]:
-    ratios = [a / b for a, b in zip(m_vals, p_vals, strict=True) if b > 0]
-    return {
-        "axis": axis,
-        "unit": unit,
-        "lower_is_better": True,
-        "method": method,
-        "value": statistics.median(m_vals),
-        "peer": peer,
-        "peer_value": statistics.median(p_vals),
-        "ratio": statistics.median(ratios) if ratios else None,
-        "ratio_reps": ratios,
-        "statistic": f"median of {len(m_vals)} interleaved reps",
-        "reps": len(m_vals),
-        "load_avg": [round(x, 2) for x in os.getloadavg()],
-    }
 
 
 def windows(n: int, grid: int, seed: int = 0) -> dict[str, torch.Tensor]:
@@ -133,10 +98,13 @@ def cost_suite(args: argparse.Namespace) -> Outcome:
     config, per = measure(args.quick, reps, n_win)
     axis, unit = "time per ensemble member per forecast window", "s/member/window"
     entries = [
-        cost_entry(axis, unit, "EO-WM", per["eo_wm"], "ConvLSTM (one forecast)", per["convlstm"]),
+        cost_entry(
+            axis, unit, True, "EO-WM", per["eo_wm"], "ConvLSTM (one forecast)", per["convlstm"]
+        ),
         cost_entry(
             axis,
             unit,
+            True,
             "EO-WM",
             per["eo_wm"],
             "undifferentiated diffusion",

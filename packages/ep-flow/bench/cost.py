@@ -7,14 +7,12 @@ log-domain Sinkhorn onto the formula's transportation polytope, un-smoothing and
 row simplex: a softmax per site). Both are trained briefly on the same synthetic split so the
 networks' outputs (and with them the Sinkhorn iteration counts) are those of a trained model,
 then each samples the same test formulas, rep by rep in alternating order after one untimed
-warm-up call each (/tmp/team/COST.md convention: median of interleaved reps, load average).
+warm-up call each (``methodkit.bench.interleaved``; median of the reps, load average).
 """
 
 from __future__ import annotations
 
-import os
 import statistics
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -23,7 +21,7 @@ import torch
 
 from ep_flow import EPFlow, EPFlowConfig, condition_of, make_splits, train_flow
 from ep_flow.baselines import RowSimplexFlow
-from methodkit.bench import Outcome, ResultRow, check
+from methodkit.bench import Outcome, ResultRow, check, cost_entry, interleaved
 
 FULL = {"n_train": 300, "n_test": 64, "train_steps": 200, "batch": 32, "lr": 3e-3,
         "ode_steps": 50, "reps": 11, "width": 32, "layers": 2, "heads": 4,
@@ -31,31 +29,6 @@ FULL = {"n_train": 300, "n_test": 64, "train_steps": 200, "batch": 32, "lr": 3e-
 QUICK = {**FULL, "n_train": 40, "n_test": 8, "train_steps": 5, "ode_steps": 5, "reps": 5}
 METHOD = "EP-Flow (Euler + Sinkhorn decode)"
 PEER = "row-simplex flow (Euler + softmax decode)"
-
-
-def interleaved(fns: dict[str, Callable[[], Any]], reps: int) -> dict[str, list[float]]:
-    """Seconds per call of each fn, rep by rep, order alternating; one untimed warm-up each."""
-    for fn in fns.values():
-        fn()
-    names, out = list(fns), {k: [] for k in fns}
-    for i in range(reps):
-        for name in names if i % 2 == 0 else names[::-1]:
-            t0 = time.perf_counter()
-            fns[name]()
-            out[name].append(time.perf_counter() - t0)
-    return out
-
-
-def cost_entry(axis: str, unit: str, lower: bool, m_vals: list[float], p_vals: list[float],
-               reps: int) -> dict[str, Any]:  # fmt: skip
-    """One entry of ``config["cost"]`` (medians over the reps, per-rep paired ratios)."""
-    ratios = [a / b for a, b in zip(m_vals, p_vals, strict=True) if b > 0]
-    return {"axis": axis, "unit": unit, "lower_is_better": lower,
-            "method": METHOD, "value": statistics.median(m_vals),
-            "peer": PEER, "peer_value": statistics.median(p_vals),
-            "ratio": statistics.median(ratios) if ratios else None, "ratio_reps": ratios,
-            "statistic": f"median of {reps} interleaved reps", "reps": reps,
-            "load_avg": [round(x, 2) for x in os.getloadavg()]}  # fmt: skip
 
 
 def _trained(cls: type[EPFlow], cfg: dict, train: list, seed: int) -> EPFlow:
@@ -85,7 +58,7 @@ def cost(args: Any) -> Outcome:
     secs = interleaved({k: sampler(k) for k in models}, cfg["reps"])
     rate = {k: [len(conds) / s for s in v] for k, v in secs.items()}
     entry = cost_entry("sampling throughput at equal Euler steps", "samples/s", False,
-                       rate[METHOD], rate[PEER], cfg["reps"])  # fmt: skip
+                       METHOD, rate[METHOD], PEER, rate[PEER])  # fmt: skip
     col = {k: float(np.max([np.abs(o.P.sum(0) - o.c).max() for o in v])) for k, v in last.items()}
     ratios = entry["ratio_reps"]
     q1, _, q3 = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else (0.0, 0.0, 0.0)

@@ -4,14 +4,13 @@ The paper's cost axis for an evidence-seeking agent is what it spends per questi
 (VLM) calls and tool calls. EVA (threshold routing calibrated on a validation split for the
 spec's 0.6 tool-call rate), Direct and Debate (3 agents, 2 rounds) answer the same
 ShapeTextVQA questions in one process, seed by seed with the order alternating
-(/tmp/team/COST.md convention; counts, not wall time, are the axis). The VLM is the labelled
-SimulatedVLM (no neural network); the tools are the real offline ones behind one cache.
+(``methodkit.bench.cost_entry`` convention; counts, not wall time, are the axis). The VLM is
+the labelled SimulatedVLM (no neural network); the tools are the real offline ones behind one cache.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 from collections.abc import Callable
 from typing import Any
@@ -24,7 +23,7 @@ from eva_agent.baselines import Debate, Direct
 from eva_agent.metrics import is_correct, tool_call_rate
 from eva_agent.tools import ToolCache
 from eva_agent.vlm import SimParams, SimulatedVLM
-from methodkit.bench import Outcome, ResultRow, check
+from methodkit.bench import Outcome, ResultRow, check, cost_entry
 
 NAMES = {"eva": "EVA (SER + ITR + ECV)", "direct": "Direct", "debate": "Debate (3 agents x 2)"}
 LABELS = {
@@ -65,22 +64,8 @@ def _measure(method: Any, items: list) -> dict[str, float]:
 
 
 def _entry(axis: str, unit: str, peer: str, m: list[float], p: list[float]) -> dict[str, Any]:
-    ratios = [a / b for a, b in zip(m, p, strict=True) if b > 0]
-    return {
-        "axis": axis,
-        "unit": unit,
-        "lower_is_better": True,
-        "method": NAMES["eva"],
-        "value": statistics.median(m),
-        "peer": NAMES[peer],
-        "peer_value": statistics.median(p),
-        "ratio": statistics.median(ratios) if ratios else None,
-        "ratio_reps": ratios,
-        "statistic": f"median over {len(m)} seeds (each the mean over the test questions), "
-        "interleaved",
-        "reps": len(m),
-        "load_avg": [round(x, 2) for x in os.getloadavg()],
-    }
+    statistic = f"median over {len(m)} seeds (each the mean over the test questions), interleaved"
+    return cost_entry(axis, unit, True, NAMES["eva"], m, NAMES[peer], p, statistic)
 
 
 def _claims(per: dict[str, list[dict[str, float]]], entries: list[dict[str, Any]]) -> list:

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from costing import entry, load_avg, stable_ratio
 
 from eva_cap import (
     GrammarDecomposer,
@@ -32,7 +31,15 @@ from eva_cap import (
     trl_reward_funcs,
 )
 from eva_cap.synthetic import AVWorld, collate
-from methodkit.bench import Outcome, ResultRow, check, peak_memory
+from methodkit.bench import (
+    Outcome,
+    ResultRow,
+    check,
+    cost_entry,
+    load_average,
+    peak_memory,
+    stable_ratio,
+)
 
 MIB = 2**20
 CHARS = string.ascii_lowercase + " .,:"
@@ -156,9 +163,9 @@ def cost(args: Any) -> Outcome:
     ours, trl = runs
     stat = f"median of {reps} interleaved reps (each the median of 2 steps)"
     cost_list = [
-        entry(f"time per GRPO step ({n_prompts} prompts x G={g['G']}, {g['max_len']} tokens)",
+        cost_entry(f"time per GRPO step ({n_prompts} prompts x G={g['G']}, {g['max_len']} tokens)",
               "s/step", True, ours, secs[ours], "TRL GRPOTrainer", secs[trl], stat),
-        entry("peak memory of 2 GRPO steps (RSS above import torch)", "MiB", True, ours,
+        cost_entry("peak memory of 2 GRPO steps (RSS above import torch)", "MiB", True, ours,
               [mem[ours]], trl, [mem[trl]],
               "one spawned run each" if not quick else "in-process lower bound"),
     ]  # fmt: skip
@@ -171,7 +178,7 @@ def cost(args: Any) -> Outcome:
     rows += [ResultRow.from_values(k, "peak_MiB", [v], False) for k, v in mem.items()]
     config = {"policy": {"kind": "LlamaForCausalLM, fresh weights", "params": n_params, **SHAPE,
                          "tokenizer": f"characters ({len(CHARS)} + 4 specials)"},
-              "prompts_per_step": n_prompts, **g, "reps": reps, "load_avg_after": load_avg(),
+              "prompts_per_step": n_prompts, **g, "reps": reps, "load_avg_after": load_average(),
               "note": "the TinyAVCaptioner is no transformers model, so TRL cannot run it: "
               "both trainers run the same tiny HF LM", "cost": cost_list}  # fmt: skip
     return Outcome(config, rows, claims, seeds=[0], plot_metrics=["s_per_step", "peak_MiB"],

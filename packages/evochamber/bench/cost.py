@@ -3,7 +3,7 @@
 The paper's cost axis for a multi-agent pool is what it spends on the model: model calls and
 tokens per task. EvoChamber (asymmetric CoDream), the broadcast shared-memory pool and a single
 agent with private reflective memory run the same streams in one process, seed by seed with the
-order alternating (/tmp/team/COST.md convention; counts, not wall time, are the axis):
+order alternating (``methodkit.bench.cost_entry`` convention; counts, not wall time, are the axis):
 
 * calls per task on NicheWorld (the spec's 1200-task protocol; the simulator counts team size x
   calls per structure plus CoDream's |team| + 2 calls; no language model);
@@ -16,7 +16,6 @@ order alternating (/tmp/team/COST.md convention; counts, not wall time, are the 
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import warnings
 import zlib
@@ -36,7 +35,7 @@ from evochamber import (
     SmallModelPrompts,
 )
 from evochamber.baselines import BroadcastMemoryPool, SingleAgent
-from methodkit.bench import Outcome, ResultRow, check
+from methodkit.bench import Outcome, ResultRow, check, cost_entry
 
 METHOD = "EvoChamber (asymmetric CoDream)"
 PEERS = {"broadcast_pool": "broadcast shared-memory pool", "single_agent": "single agent + memory"}
@@ -97,21 +96,8 @@ def _one(name: str, seed: int, cfg: dict[str, int], world: NicheWorld) -> dict[s
 
 
 def _entry(axis: str, unit: str, peer: str, m: list[float], p: list[float]) -> dict[str, Any]:
-    ratios = [a / b for a, b in zip(m, p, strict=True) if b > 0]
-    return {
-        "axis": axis,
-        "unit": unit,
-        "lower_is_better": True,
-        "method": METHOD,
-        "value": statistics.median(m),
-        "peer": PEERS[peer],
-        "peer_value": statistics.median(p),
-        "ratio": statistics.median(ratios) if ratios else None,
-        "ratio_reps": ratios,
-        "statistic": f"median over {len(m)} seeds (each the mean over the stream), interleaved",
-        "reps": len(m),
-        "load_avg": [round(x, 2) for x in os.getloadavg()],
-    }
+    statistic = f"median over {len(m)} seeds (each the mean over the stream), interleaved"
+    return cost_entry(axis, unit, True, METHOD, m, PEERS[peer], p, statistic)
 
 
 def _claims(per: dict[str, list[dict[str, Any]]], entries: list[dict[str, Any]]) -> list:

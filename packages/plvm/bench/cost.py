@@ -13,9 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 import tasks
-from costing import entry, interleaved, stable_ratio
 
-from methodkit.bench import Outcome, ResultRow, check
+from methodkit.bench import Outcome, ResultRow, check, cost_entry, interleaved, stable_ratio
 from plvm import PLVMClassifier, simulate_population
 from plvm.baselines import HMMProcessBaseline, SingleTaskPLVM
 
@@ -49,13 +48,13 @@ def cost(args: Any) -> Outcome:
     stat = f"median of {reps} interleaved reps"
     fit_stat = f"{stat}; {epochs} epochs each (no early stop)"
     cost_list = [
-        entry(f"fit time ({n_train} persons, {epochs} epochs)", "s", True, ours, fit_s[ours],
+        cost_entry(f"fit time ({n_train} persons, {epochs} epochs)", "s", True, ours, fit_s[ours],
               single, fit_s[single], fit_stat),
-        entry(f"fit time ({n_train} persons)", "s", True, ours, fit_s[ours], hmm, fit_s[hmm],
+        cost_entry(f"fit time ({n_train} persons)", "s", True, ours, fit_s[ours], hmm, fit_s[hmm],
               fit_stat),
-        entry(f"predict time ({n_test} persons)", "s", True, ours, pred_s[ours], single,
+        cost_entry(f"predict time ({n_test} persons)", "s", True, ours, pred_s[ours], single,
               pred_s[single], stat),
-        entry(f"predict time ({n_test} persons)", "s", True, ours, pred_s[ours], hmm,
+        cost_entry(f"predict time ({n_test} persons)", "s", True, ours, pred_s[ours], hmm,
               pred_s[hmm], stat),
     ]  # fmt: skip
     probs_ok = all(fitted[k].predict_proba(te).shape == (n_test, 2) for k in makers)

@@ -9,6 +9,7 @@ Plotting needs ``methodkit[bench]`` (matplotlib); memory measurement needs torch
 
 from methodkit.bench._claims import check, compare
 from methodkit.bench._cli import bench_parser, set_threads
+from methodkit.bench._cost import cost_entry, interleaved, stable_ratio
 from methodkit.bench._memory import ForwardCounter, peak_memory
 from methodkit.bench._plot import plot_results
 from methodkit.bench._record import (
@@ -16,6 +17,7 @@ from methodkit.bench._record import (
     Claim,
     ResultRow,
     environment,
+    load_average,
     load_record,
     save_record,
     validate_record,
@@ -39,9 +41,12 @@ __all__ = [
     "check",
     "claims_table",
     "compare",
+    "cost_entry",
     "enforce_measured",
     "environment",
+    "interleaved",
     "judge_at_scale",
+    "load_average",
     "load_record",
     "md_cell",
     "peak_memory",
@@ -50,6 +55,7 @@ __all__ = [
     "run_suite",
     "save_record",
     "set_threads",
+    "stable_ratio",
     "summarize",
     "validate_record",
 ]

@@ -1,33 +1,33 @@
-"""Helpers of the cost suite (issue 51): interleaved timing, medians, the record's cost entries.
+"""Cost suites (issue 51): a method timed beside its peer in one process, and the record entry.
 
-The convention (one ``cost`` benchmark; ``config["cost"]`` lists the comparisons, headline
-first) is read by the repository's ``scripts/cost_table.py`` for the root README.
+The convention, read by the repository's ``scripts/cost_table.py`` for the root README: a
+benchmark named ``cost`` whose ``Outcome.config["cost"]`` lists :func:`cost_entry` dicts,
+headline comparison first. Times come from :func:`interleaved` (warm-up, then repetitions in
+rotating order, so load on a shared machine hits every function alike); the statistic is the
+median over repetitions, never the best one.
 """
 
 from __future__ import annotations
 
-import os
 import statistics
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from methodkit.bench import Claim, check
-
-
-def load_avg() -> list[float] | None:
-    """The 1, 5 and 15 minute load averages now (None where the platform has none)."""
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except (AttributeError, OSError):
-        return None
+from methodkit.bench._claims import check
+from methodkit.bench._record import Claim, load_average
 
 
 def interleaved(fns: Mapping[str, Callable[[], Any]], reps: int) -> dict[str, list[float]]:
     """Seconds per call of each function, rep by rep, the order rotating every rep.
 
-    One untimed warm-up call of each first; load on the shared machine then hits every
-    function alike, and the statistic is the median over reps (never the best rep).
+    One untimed warm-up call of each comes first. With two functions the order alternates
+    (method then peer, peer then method, ...).
+
+    Example:
+        >>> times = interleaved({"a": lambda: None, "b": lambda: None}, reps=3)
+        >>> sorted(times), [len(v) for v in times.values()]
+        (['a', 'b'], [3, 3])
     """
     for fn in fns.values():
         fn()
@@ -42,7 +42,7 @@ def interleaved(fns: Mapping[str, Callable[[], Any]], reps: int) -> dict[str, li
     return out
 
 
-def entry(
+def cost_entry(
     axis: str,
     unit: str,
     lower_is_better: bool,
@@ -55,7 +55,13 @@ def entry(
     """One comparison of ``config["cost"]``: medians, the median per-rep ratio, load now.
 
     ``values`` and ``peer_values`` are paired by repetition (same rep, same load) when they
-    have the same length; otherwise the ratio is the ratio of the medians.
+    have the same length; otherwise the ratio is the ratio of the medians. The ratio is
+    method / peer in the axis's unit.
+
+    Example:
+        >>> e = cost_entry("time", "s", True, "m", [2.0, 4.0], "p", [1.0, 2.0])
+        >>> e["value"], e["peer_value"], e["ratio"], e["statistic"]
+        (3.0, 1.5, 2.0, 'median of 2 interleaved reps')
     """
     value, peer_value = statistics.median(values), statistics.median(peer_values)
     if len(values) == len(peer_values):
@@ -74,7 +80,7 @@ def entry(
         "ratio_reps": ratios,
         "statistic": statistic or f"median of {len(values)} interleaved reps",
         "reps": len(values),
-        "load_avg": load_avg(),
+        "load_avg": load_average(),
     }
 
 

@@ -18,7 +18,7 @@ from eo_wm.metrics import baseline_ndvi, gt_drop, ndvi, ndvi_trajectory
 from eo_wm.weather import WeatherDecomposer
 
 if TYPE_CHECKING:
-    from eo_wm.simulator import LandSurfaceSimulator
+    from eo_wm.simulator import LandSurfaceSimulator, SimState
 
 WINDOW_KEYS = ("context", "context_mask", "target", "target_mask", "weather", "doy")
 
@@ -137,6 +137,57 @@ def make_seasonal_pairs(
     return out
 
 
+def _observed_context(
+    sim: LandSurfaceSimulator,
+    cube: dict,
+    loc: int,
+    t0: int,
+    t_context: int,
+    t_future: int,
+    rng: np.random.Generator,
+) -> tuple[SimState, np.ndarray, dict[str, np.ndarray]]:
+    """Re-run the simulator to a window start and observe its context once.
+
+    Returns the hidden state after the context, the window's own forcing and the window's
+    fields shared by every future simulated from that state.
+    """
+    state = sim.state_at(cube, [loc], t0, seed=int(rng.integers(2**31)))
+    W = cube["weather"][loc, t0 : t0 + t_context + t_future]
+    d = cube["doy"][t0 : t0 + t_context + t_future]
+    V_ctx, state = sim.run(state, W[None, :t_context], d[:t_context], rng, locations=[loc])
+    ctx, cmask = sim.observe(V_ctx[0], rng)
+    row = {
+        "context": ctx,
+        "context_mask": cmask,
+        "static": cube["static"][loc],
+        "doy": d,
+        "location": np.asarray(loc),
+        "start": np.asarray(t0),
+    }
+    return state, W, row
+
+
+def _future(
+    sim: LandSurfaceSimulator,
+    state: SimState,
+    row: dict[str, np.ndarray],
+    ww: np.ndarray,
+    t_context: int,
+    seeds: tuple[int, int],
+) -> dict[str, np.ndarray]:
+    """The window ``row`` with its future simulated from ``state`` under forcing ``ww``.
+
+    The simulator and observation noise come from ``seeds``, so futures under different
+    forcings of the same window differ only through the forcing.
+    """
+    d, loc = row["doy"], int(row["location"])
+    V_f, _ = sim.run(
+        state, ww[None, t_context:], d[t_context:], np.random.default_rng(seeds[0]), locations=[loc]
+    )
+    tgt, tmask = sim.observe(V_f[0], np.random.default_rng(seeds[1]))
+    return {**row, "target": tgt, "target_mask": tmask, "weather": ww}
+
+
 def make_counterfactual_pairs(
     sim: LandSurfaceSimulator,
     cube: dict,
@@ -172,41 +223,13 @@ def make_counterfactual_pairs(
             )
             if ev or k % 2:
                 break
-        state = sim.state_at(cube, [loc], t0, seed=int(rng.integers(2**31)))
-        W = cube["weather"][loc, t0 : t0 + t_context + t_future]
-        d = cube["doy"][t0 : t0 + t_context + t_future]
-        V_ctx, state = sim.run(state, W[None, :t_context], d[:t_context], rng, locations=[loc])
-        ctx, cmask = sim.observe(V_ctx[0], rng)
-        pair = []
-        fut_seed, obs_seed = int(rng.integers(2**31)), int(rng.integers(2**31))
-        for ww in (
-            W,
-            np.concatenate(
-                [W[:t_context], cube["weather"][loc, t1 + t_context : t1 + t_context + t_future]]
-            ),
-        ):
-            V_f, _ = sim.run(
-                state,
-                ww[None, t_context:],
-                d[t_context:],
-                np.random.default_rng(fut_seed),
-                locations=[loc],
-            )
-            tgt, tmask = sim.observe(V_f[0], np.random.default_rng(obs_seed))
-            pair.append(
-                {
-                    "context": ctx,
-                    "context_mask": cmask,
-                    "target": tgt,
-                    "target_mask": tmask,
-                    "static": cube["static"][loc],
-                    "weather": ww,
-                    "doy": d,
-                    "event": np.asarray(bool(ev)),
-                    "location": np.asarray(loc),
-                    "start": np.asarray(t0),
-                }
-            )
+        state, W, row = _observed_context(sim, cube, loc, t0, t_context, t_future, rng)
+        seeds = int(rng.integers(2**31)), int(rng.integers(2**31))
+        other = cube["weather"][loc, t1 + t_context : t1 + t_context + t_future]
+        pair = [
+            _future(sim, state, {**row, "event": np.asarray(bool(ev))}, ww, t_context, seeds)
+            for ww in (W, np.concatenate([W[:t_context], other]))
+        ]
         A.append(pair[0])
         B.append(pair[1])
     return stack_windows(A), stack_windows(B)
@@ -276,7 +299,6 @@ def make_dose_response(
     if not scales or n_windows < 1:
         raise ValueError(f"need scales and n_windows >= 1, got {scales}, {n_windows}")
     rng = np.random.default_rng(seed)
-    T = t_context + t_future
     cands = event_window_starts(cube, starts, t_context, t_future, sim.steps_per_year)
     if not cands:
         raise ValueError("the cube holds no summer window with a heatwave or drought")
@@ -284,37 +306,14 @@ def make_dose_response(
     out: list[list[dict[str, np.ndarray]]] = [[] for _ in scales]
     for c in np.sort(pick):
         loc, t0 = cands[int(c)]
-        state = sim.state_at(cube, [loc], t0, seed=int(rng.integers(2**31)))
-        W = cube["weather"][loc, t0 : t0 + T]
-        d = cube["doy"][t0 : t0 + T]
-        V_ctx, state = sim.run(state, W[None, :t_context], d[:t_context], rng, locations=[loc])
-        ctx, cmask = sim.observe(V_ctx[0], rng)
-        base, _ = decomposer.climatology(d)
-        fut_seed, obs_seed = int(rng.integers(2**31)), int(rng.integers(2**31))
+        state, W, row = _observed_context(sim, cube, loc, t0, t_context, t_future, rng)
+        base, _ = decomposer.climatology(row["doy"])
+        seeds = int(rng.integers(2**31)), int(rng.integers(2**31))
         for k, scale in enumerate(scales):
             ww = W.copy()
             ww[t_context:] = base[t_context:] + scale * (W[t_context:] - base[t_context:])
             ww[:, 1] = np.maximum(ww[:, 1], 0.0)  # precipitation stays >= 0
-            V_f, _ = sim.run(
-                state,
-                ww[None, t_context:],
-                d[t_context:],
-                np.random.default_rng(fut_seed),
-                locations=[loc],
-            )
-            tgt, tmask = sim.observe(V_f[0], np.random.default_rng(obs_seed))
             out[k].append(
-                {
-                    "context": ctx,
-                    "context_mask": cmask,
-                    "target": tgt,
-                    "target_mask": tmask,
-                    "static": cube["static"][loc],
-                    "weather": ww,
-                    "doy": d,
-                    "event": np.asarray(True),
-                    "location": np.asarray(loc),
-                    "start": np.asarray(t0),
-                }
+                _future(sim, state, {**row, "event": np.asarray(True)}, ww, t_context, seeds)
             )
     return [stack_windows(rows) for rows in out]

@@ -15,12 +15,15 @@ def test_interleaved_warms_up_then_rotates_the_order():
 
 def test_cost_entry_pairs_reps_and_falls_back_to_the_ratio_of_medians():
     paired = cost_entry("time", "s", True, "m", [1.0, 3.0, 10.0], "p", [1.0, 1.0, 2.0])
-    assert paired["ratio_reps"] == [1.0, 3.0, 5.0] and paired["ratio"] == 3.0
+    assert paired["ratio_reps"] == [1.0, 3.0, 5.0]
+    assert paired["ratio"] == 3.0
     assert (paired["value"], paired["peer_value"], paired["reps"]) == (3.0, 1.0, 3)
     unpaired = cost_entry("calls", "n", True, "m", [4.0], "p", [1.0, 3.0], "one run")
-    assert unpaired["ratio"] == 2.0 and unpaired["statistic"] == "one run"
+    assert unpaired["ratio"] == 2.0
+    assert unpaired["statistic"] == "one run"
     zero_peer = cost_entry("time", "s", True, "m", [1.0], "p", [0.0])
-    assert zero_peer["ratio"] is None and zero_peer["ratio_reps"] == []
+    assert zero_peer["ratio"] is None
+    assert zero_peer["ratio_reps"] == []
 
 
 def _entry(ratios):

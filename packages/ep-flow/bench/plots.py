@@ -47,3 +47,36 @@ def plot_curve(record: dict[str, Any], path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
+
+
+def plot_scale_curve(record: dict[str, Any], path: Path) -> None:
+    """Match@1 against steps: the spec-size model beside the width-32 record's curve."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = record["config"].get("curve", [])
+    if not rows:
+        return
+    seed = record["config"]["seed"]
+    mean = "width 32 (mean of 3 seeds)"
+    keys = [("spec size (w64, 4 layers, batch 64)", "o-", "k", "spec size: width 64, 4 layers, "
+             f"batch 64 (seed {seed})"),
+            (f"width 32 (seed {seed})", "s--", "tab:blue", f"width 32, 2 layers, batch 32 "
+             f"(seed {seed}, same split)"),
+            (mean, "^:", "tab:gray", mean)]  # fmt: skip
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    for key, style, color, label in keys:
+        pts = [(r["steps"], r[key]) for r in rows if r[key] is not None]
+        if pts:
+            ax.plot(*zip(*pts, strict=True), style, color=color, label=label)
+    ax.axhline(0.60, color="tab:red", ls=":", label="claim: Match@1 >= 0.60")
+    ax.set_xlabel("training steps (same cosine learning-rate schedule for both sizes)")
+    ax.set_ylabel("test Match@1, delta 0.1 (higher is better)")
+    ax.set_title("EP-Flow: does model capacity move Match@1? (1 sample per formula)", fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)

@@ -20,6 +20,7 @@ import numpy as np
 import plots
 import tasks
 from cost import cost
+from scale_curve import scale_curve
 
 import methodkit
 from methodkit.bench import Outcome, ResultRow, check, compare, run_suite
@@ -94,7 +95,7 @@ def synthetic(args: argparse.Namespace) -> Outcome:
 
 
 def main(argv: list[str] | None = None) -> int:
-    benchmarks = {"synthetic": synthetic, "cost": cost}
+    benchmarks = {"synthetic": synthetic, "cost": cost, "scale_curve": scale_curve}
     return run_suite(PACKAGE, benchmarks, argv, description=__doc__.splitlines()[0])
 
 

@@ -151,6 +151,16 @@ def test_cosine_schedule_warms_up_and_decays(monkeypatch):
     assert lrs == [1e-2] * 5  # default: constant
     with pytest.raises(ValueError, match="schedule must be one of"):
         train_flow(EPFlow(SMALL), data, steps=2, schedule="linear")
+    # schedule_steps: the first 10 steps of the 40-step schedule see the same learning rates
+    lrs.clear()
+    train_flow(EPFlow(SMALL), data, steps=40, batch_size=4, lr=1e-2, schedule="cosine")
+    full = list(lrs)
+    lrs.clear()
+    train_flow(EPFlow(SMALL), data, steps=10, batch_size=4, lr=1e-2, schedule="cosine",
+               schedule_steps=40)  # fmt: skip
+    assert lrs == pytest.approx(full[:10], rel=1e-12)
+    with pytest.raises(ValueError, match=r"schedule_steps must be >= steps \(5\), got 4"):
+        train_flow(EPFlow(SMALL), data, steps=5, schedule_steps=4)
 
 
 @pytest.mark.slow

@@ -282,6 +282,7 @@ def train_flow(
     progress: bool | None = None,
     callback: Callable[[int, EPFlow], None] | None = None,
     callback_every: int = 0,
+    schedule_steps: int | None = None,
 ) -> list[float]:
     """Train ``model`` with AdamW on ``crystals`` (random mini-batches); returns the losses.
 
@@ -304,16 +305,22 @@ def train_flow(
             (and after the last one), e.g. to evaluate a learning curve; the model is put back
             in training mode afterwards.
         callback_every: steps between callbacks (>= 1 when ``callback`` is given).
+        schedule_steps: length of the learning-rate schedule (default ``steps``); a larger
+            value trains only the first ``steps`` steps of that longer schedule, so its
+            checkpoints see the same learning rates as a longer run's (>= ``steps``).
 
     Returns:
         The training loss of every step.
     """
     _check_train_args(crystals, steps, batch_size, lr, schedule, callback, callback_every)
+    horizon = int(steps) if schedule_steps is None else int(schedule_steps)
+    if horizon < int(steps):
+        raise ValueError(f"schedule_steps must be >= steps ({steps}), got {schedule_steps}")
     full = collate_crystals(model.prepare(crystals), model.config.eps).to(device=device)
     model.to(device)
     model.set_normalization(full)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, foreach=True)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda k: _lr_factor(k, int(steps), schedule))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda k: _lr_factor(k, horizon, schedule))
     gen = torch.Generator().manual_seed(int(seed))
     dgen = torch.Generator(device=device).manual_seed(int(seed) + 1)
     sizes = (full.row_mask.sum(1).cpu(), full.col_mask.sum(1).cpu())  # trim without device syncs

@@ -45,7 +45,10 @@ FULL = {
     "euler_steps": 10,
     "lstm_hidden": 32,
     "n_dose": 24,
-    "guidance": 2.0,
+    "guidance_grid": [0.0, 1.0, 2.0, 3.0],
+    "guidance_criterion": "ndvi_mae",
+    "val_locations": 30,
+    "n_val": 32,
     "ablations": False,
     "scale": {
         "train_steps": "800 / 4000 = 1/5 (every learned model)",
@@ -53,8 +56,10 @@ FULL = {
         "model": "hidden 64, depth 3, patch 8 (spec: 96, 4, 4)",
         "lr": "1e-3 (spec 2e-4)",
         "flow_target": "residual over the last clean context pixel (package choice)",
-        "guidance": "EO-WM samples with anomaly-path guidance w = 2 (spec: optional), "
-        "chosen on validation world 7; eo_wm_no_guidance is the same model at w = 1",
+        "guidance": "EO-WM samples with anomaly-path guidance (spec: optional); w is chosen "
+        "per trained model from guidance_grid by the lowest NDVI MAE of the ensemble mean on "
+        "n_val validation windows of val_locations held-out scenes (simulator seed 10 s + 3; "
+        "never test windows); eo_wm_no_guidance is the same model at w = 1",
     },
 }
 QUICK = {
@@ -67,6 +72,8 @@ QUICK = {
     "n_pairs": 5,
     "n_cf": 4,
     "n_dose": 4,
+    "val_locations": 6,
+    "n_val": 4,
     "hidden": 16,
     "depth": 1,
     "heads": 2,

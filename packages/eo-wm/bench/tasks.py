@@ -16,6 +16,7 @@ from eo_wm.baselines import (
     predict_convlstm,
     train_convlstm,
 )
+from eo_wm.guidance import select_guidance
 from eo_wm.model import EOWMConfig, EOWorldModel
 from eo_wm.sets import (
     frame_ndvi,
@@ -66,6 +67,7 @@ def build_world(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
     evalw["clim_ndvi"] = _climatology(test, used)
     dose = make_dose_response(test_sim, test_cube, dec, cfg["n_dose"], seed, DOSE_SCALES)
     return {
+        "val": validation_windows(cfg, seed, dec),
         "decomposer": dec,
         "train": train,
         "eval": evalw,
@@ -79,6 +81,23 @@ def build_world(cfg: dict[str, Any], seed: int) -> dict[str, Any]:
         "dose": to_tensors({k: np.concatenate([w[k] for w in dose]) for k in dose[0]}, dec),
         "sim_s": time.perf_counter() - t0,
     }
+
+
+def validation_windows(cfg: dict[str, Any], seed: int, dec: WeatherDecomposer) -> dict:
+    """Windows for choosing the guidance weight: held-out scenes, neither training nor test.
+
+    ``val_locations`` scenes of the same world (simulator seed ``10 seed + 3``; training uses
+    ``10 seed + 1``, test ``10 seed + 2``), their summer windows: up to half Extreme Summer
+    windows (as in the test's evaluation set), the rest drawn from the other summer windows.
+    """
+    sim = LandSurfaceSimulator(cfg["val_locations"], cfg["grid"], seed=10 * seed + 3)
+    val = summer_windows(sim.simulate(cfg["years"]))
+    rng = np.random.default_rng(10 * seed + 3)
+    ext = make_extreme_summer(val)
+    ext = rng.choice(ext, min(len(ext), cfg["n_val"] // 2), replace=False)
+    rest = np.setdiff1d(np.arange(len(val["context"])), ext)
+    rest = rng.choice(rest, min(len(rest), cfg["n_val"] - len(ext)), replace=False)
+    return to_tensors(_select(val, np.sort(np.concatenate([ext, rest]))), dec)
 
 
 def _rows(w: dict[str, np.ndarray]) -> list[dict[str, np.ndarray]]:
@@ -141,7 +160,7 @@ def _sample_all(
         for s in SETS
     }
     n_win = sum(len(world[s]["context"]) for s in SETS)
-    calls = cfg["members"] * cfg["euler_steps"] * (2 if guidance != 1.0 else 1)
+    calls = cfg["members"] * cfg["euler_steps"] * (1 if guidance in (0.0, 1.0) else 2)
     return {
         "members": preds,
         "train_s": train_s,
@@ -149,6 +168,23 @@ def _sample_all(
         "calls_per_window": calls,
         "params": sum(p.numel() for p in model.parameters()),
     }
+
+
+def _choose_guidance(
+    cfg: dict[str, Any], world: dict[str, Any], seed: int, model: EOWorldModel
+) -> tuple[float, dict[str, float]]:
+    """``select_guidance`` on the world's validation windows (never the test windows)."""
+    choice = select_guidance(
+        model,
+        world["val"],
+        cfg["guidance_grid"],
+        cfg["guidance_criterion"],
+        cfg["members"],
+        cfg["euler_steps"],
+        seed=seed + 11,
+    )
+    scores = {f"val_{choice.criterion}_w{w:g}": s for w, s in choice.scores.items()}
+    return choice.guidance, {"guidance_w": choice.guidance, **scores}
 
 
 def run_models(cfg: dict[str, Any], world: dict[str, Any], seed: int) -> dict[str, dict]:
@@ -162,11 +198,16 @@ def run_models(cfg: dict[str, Any], world: dict[str, Any], seed: int) -> dict[st
         t = time.perf_counter()
         train_model(model, world["train"], cfg["steps"], cfg["batch"], cfg["lr"], generator=g)
         train_s = time.perf_counter() - t
-        w = cfg["guidance"] if model.has_cross else 1.0
-        out[name] = _sample_all(cfg, world, seed, model, w, train_s)
-        if model.has_cross and w != 1.0 and name == "eo_wm":
+        if not model.has_cross:
+            out[name] = _sample_all(cfg, world, seed, model, 1.0, train_s)
+            continue
+        w, val_scores = _choose_guidance(cfg, world, seed, model)
+        sampled = _sample_all(cfg, world, seed, model, w, train_s)
+        out[name] = {**sampled, **val_scores}
+        if name == "eo_wm":
             # the same trained model without guidance: the guidance's share of the fix
-            out[f"{name}_no_guidance"] = _sample_all(cfg, world, seed, model, 1.0, train_s)
+            plain = sampled if w == 1.0 else _sample_all(cfg, world, seed, model, 1.0, train_s)
+            out[f"{name}_no_guidance"] = {**plain, "guidance_w": 1.0}
     torch.manual_seed(1000 * seed + 99)
     lstm = ConvLSTMForecaster(4, 3, 3, 12, hidden=cfg["lstm_hidden"])
     t = time.perf_counter()
@@ -369,8 +410,13 @@ SENS_HIGHER: dict[str, bool | None] = {
     "dose_ratio": True,
     "dose_lower_share": True,
 }
-COSTS = ("train_s", "sample_s_per_window", "calls_per_window", "params")
+COSTS = ("train_s", "sample_s_per_window", "calls_per_window", "params", "guidance_w")
 _CACHE: dict[tuple[int, int], dict[str, dict[str, dict[str, float]]]] = {}
+
+
+def _info(key: str) -> bool:
+    """Per-model scalars copied into the record: costs, chosen w, validation scores."""
+    return key in COSTS or key.startswith("val_")
 
 
 def run_seed(cfg: dict[str, Any], seed: int) -> dict[str, dict[str, dict[str, float]]]:
@@ -384,7 +430,7 @@ def run_seed(cfg: dict[str, Any], seed: int) -> dict[str, dict[str, dict[str, fl
         world = build_world(cfg, seed)
         preds = run_models(cfg, world, seed)
         weather = {
-            name: {**evaluate(world, p), **{c: float(p[c]) for c in COSTS if c in p}}
+            name: {**evaluate(world, p), **{c: float(v) for c, v in p.items() if _info(c)}}
             for name, p in preds.items()
         }
         weather["climatology"] = evaluate(world, None, clim=True)

@@ -9,8 +9,9 @@ Extreme Summer and Seasonal Matched-Pair diagnostics.
 
 from importlib.metadata import version as _version
 
-from eo_wm import baselines, metrics, simulator
+from eo_wm import baselines, guidance, metrics, simulator
 from eo_wm.baselines import ConvLSTMForecaster, climatology_forecast, persistence_forecast
+from eo_wm.guidance import GuidanceChoice, select_guidance
 from eo_wm.model import EOWMConfig, EOWorldModel, LatentAutoencoderWrapper
 from eo_wm.simulator import (
     LandSurfaceSimulator,
@@ -28,6 +29,7 @@ __all__ = [
     "ConvLSTMForecaster",
     "EOWMConfig",
     "EOWorldModel",
+    "GuidanceChoice",
     "LandSurfaceSimulator",
     "LatentAutoencoderWrapper",
     "WeatherDecomposer",
@@ -36,6 +38,7 @@ __all__ = [
     "climatology_forecast",
     "cumulative_stress",
     "flow_matching_loss",
+    "guidance",
     "make_counterfactual_pairs",
     "make_dataset",
     "make_extreme_summer",
@@ -43,6 +46,7 @@ __all__ = [
     "metrics",
     "persistence_forecast",
     "sample_ensemble",
+    "select_guidance",
     "simulator",
     "train_model",
 ]

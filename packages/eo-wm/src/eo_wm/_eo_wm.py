@@ -471,7 +471,9 @@ class EOWorldModel(nn.Module):
     ) -> Tensor:
         """Ensemble ``(n_members, B, T_f, C, H, W)`` of raw-unit futures (independent noise).
 
-        ``guidance`` w: ``v = v_no_anomaly + w (v_full - v_no_anomaly)`` (1 = none).
+        ``guidance`` w: ``v = v_no_anomaly + w (v_full - v_no_anomaly)`` (1 = none; 0 = the
+        anomaly pathway off, one network call per step like 1; any other w, two calls).
+        :func:`eo_wm.guidance.select_guidance` picks w on validation windows.
         """
         if n_members < 1 or n_steps < 1:
             raise ValueError(f"n_members and n_steps must be >= 1, got {n_members}, {n_steps}")
@@ -490,12 +492,14 @@ class EOWorldModel(nn.Module):
 
         def vel(x_s: Tensor, s: float) -> Tensor:
             sv = torch.full((M * B,), s, device=x.device, dtype=x.dtype)
+            if guidance == 1.0 or not self.has_cross:
+                return self.forward(x_s, sv, ctx, msk, st, cnd, validate=False)
+            zero = torch.zeros_like(sv)
+            v0 = self.forward(x_s, sv, ctx, msk, st, cnd, keep_anomaly=zero, validate=False)
+            if guidance == 0.0:
+                return v0
             v = self.forward(x_s, sv, ctx, msk, st, cnd, validate=False)
-            if guidance != 1.0 and self.has_cross:
-                zero = torch.zeros_like(sv)
-                v0 = self.forward(x_s, sv, ctx, msk, st, cnd, keep_anomaly=zero, validate=False)
-                v = v0 + guidance * (v - v0)
-            return v
+            return v0 + guidance * (v - v0)
 
         grid = torch.linspace(0.0, 1.0, n_steps + 1).tolist()
         for s0, s1 in itertools.pairwise(grid):

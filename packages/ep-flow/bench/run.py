@@ -20,6 +20,7 @@ import numpy as np
 import plots
 import tasks
 from cost import cost
+from decoder import decoder
 from scale_curve import scale_curve
 
 import methodkit
@@ -95,7 +96,12 @@ def synthetic(args: argparse.Namespace) -> Outcome:
 
 
 def main(argv: list[str] | None = None) -> int:
-    benchmarks = {"synthetic": synthetic, "cost": cost, "scale_curve": scale_curve}
+    benchmarks = {
+        "synthetic": synthetic,
+        "cost": cost,
+        "scale_curve": scale_curve,
+        "decoder": decoder,
+    }
     return run_suite(PACKAGE, benchmarks, argv, description=__doc__.splitlines()[0])
 
 

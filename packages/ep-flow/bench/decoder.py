@@ -154,5 +154,5 @@ def decoder(args: Any) -> Outcome:
         claims,
         seeds=[seed],
         plot_metrics=["worst_residual"],
-        labels={"worst_residual": "worst marginal residual (lower is better)"},
+        labels={"worst_residual": "worst marginal residual of a decode (sites or atoms)"},
     )

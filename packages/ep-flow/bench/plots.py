@@ -59,10 +59,11 @@ def plot_scale_curve(record: dict[str, Any], path: Path) -> None:
     rows = record["config"].get("curve", [])
     if not rows:
         return
-    seed = record["config"]["seed"]
+    cfg = record["config"]
+    seed = cfg["seed"]
     mean = "width 32 (mean of 3 seeds)"
-    keys = [("spec size (w64, 4 layers, batch 64)", "o-", "k", "spec size: width 64, 4 layers, "
-             f"batch 64 (seed {seed})"),
+    keys = [("spec size (w64, 4 layers, batch 64)", "o-", "k", f"width {cfg['width']}, "
+             f"{cfg['layers']} layers, batch {cfg['batch']} (seed {seed})"),
             (f"width 32 (seed {seed})", "s--", "tab:blue", f"width 32, 2 layers, batch 32 "
              f"(seed {seed}, same split)"),
             (mean, "^:", "tab:gray", mean)]  # fmt: skip

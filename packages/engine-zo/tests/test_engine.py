@@ -6,6 +6,7 @@ import torch
 
 import reference
 from engine_zo import LOZO, Engine, LowRankSampler, MeZO, SubspaceSampler
+from engine_zo._history import FineHistory
 from methodkit import zo
 from methodkit.bench import ForwardCounter
 
@@ -533,3 +534,46 @@ def test_buffered_coarse_steps_do_not_regenerate_the_ring(monkeypatch):
     assert buffered[0] == buffered[1]  # independent of the ring size
     # streamed: every pass redraws the ring for each of the 4 tensors (3 passes per step)
     assert streamed[1] - streamed[0] == 3 * 4 * (8 - 2)
+
+
+def _generator_calls_per_step(opt, loss, steps, monkeypatch):
+    real, counts = zo.tensor_generator, []
+    for _ in range(steps):
+        calls = []
+        monkeypatch.setattr(zo, "tensor_generator", lambda *a, c=calls: c.append(1) or real(*a))
+        opt.step(loss)
+        counts.append(len(calls))
+    monkeypatch.setattr(zo, "tensor_generator", real)
+    return counts
+
+
+def test_fine_direction_norm_is_taken_once_per_coarse_phase(monkeypatch):
+    # ||h|| is constant while the ring does not change: only a phase's first coarse step
+    # regenerates the ring for it (K draws per tensor), the others only for their 3 passes
+    model, loss = _mlp()
+    k, n_tensors = 3, 4
+    opt = Engine(model.parameters(), lr=1e-2, ranks=(2,), coarse_steps=(4,), history=k)
+    _run(opt, loss, 2 * opt.cycle_length + 1)  # ring full, at the first coarse step of a phase
+    assert opt.level == 1
+    counts = _generator_calls_per_step(opt, loss, 4, monkeypatch)
+    assert counts[1] == counts[2] == counts[3]
+    # the first step also draws the cycle's basis V_c of the 2 matrices
+    assert counts[0] - counts[1] == k * n_tensors + 2
+
+
+def test_fine_direction_build_matches_a_zero_started_sum_bitwise():
+    # h's first term is written in place of ``0 + c z`` (one pass less): the very same bits
+    history = FineHistory(3, 0.9, "gaussian")
+    history.load([(11, 0.37), (12, -2.5e-3), (13, 1.3e4)])
+    for dtype in (torch.float32, torch.float64, torch.bfloat16):
+        p = torch.zeros(33, 17, dtype=dtype)
+        acc_dtype = torch.float64 if dtype == torch.float64 else torch.float32
+        expected = torch.zeros(p.shape, dtype=acc_dtype)
+        for s, coef in history.terms():
+            z = zo.sample(p, zo.tensor_generator(s, 5))
+            expected.add_(z.to(acc_dtype), alpha=coef / 1e-3)
+        got = history.tensor(5, p, 1e-3)
+        assert got.dtype == acc_dtype
+        assert torch.equal(got.view(-1).view(torch.uint8), expected.view(-1).view(torch.uint8))
+    empty = FineHistory(3, 1.0, "gaussian")
+    assert torch.equal(empty.tensor(0, torch.ones(4), 1e-3), torch.zeros(4))

@@ -60,11 +60,17 @@ class FineHistory:
 
     # ------------------------------------------------------------------ regeneration
     def _build(self, index: int, p: torch.Tensor, eps: float) -> torch.Tensor:
-        acc = torch.zeros(p.shape, dtype=accumulator_dtype(p), device=p.device)
+        dtype = accumulator_dtype(p)
+        acc: torch.Tensor | None = None
         for s, coef in [*self._pending, *self.terms()]:
             z = zo.sample(p, zo.tensor_generator(s, index, p.device), self.noise)
-            acc.add_(z.to(acc.dtype), alpha=coef / eps)
+            if acc is None:  # the first term in place of ``0 + coef z``: the same bits
+                acc = z.to(dtype).mul_(coef / eps)
+            else:
+                acc.add_(z.to(dtype), alpha=coef / eps)
             del z
+        if acc is None:
+            return torch.zeros(p.shape, dtype=dtype, device=p.device)
         return acc
 
     def tensor(self, index: int, p: torch.Tensor, eps: float) -> torch.Tensor:

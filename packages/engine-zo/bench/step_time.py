@@ -5,6 +5,11 @@ Each model gets a MeZO, a default ENGINE (fine direction regenerated, no tensor 
 ENGINE-buffered, MeZO, ...) so that load on the machine hits all three alike. ENGINE starts
 with a full ring buffer (``history`` fine probes, loaded through ``load_state_dict``) and one
 untimed V-cycle, so the timed cycles are steady state: every coarse step injects ``h``.
+
+Where the time goes: every step also counts the noise numbers it draws (``torch.randn``, which
+``methodkit.zo.sample`` and the samplers call), in units of one full-size draw (as many numbers
+as the model has parameters), and every round times one full-size draw (``zo.sample`` of every
+tensor) beside the steps.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from memory import wide_mlp
 from tasks import digits_task
 
 from engine_zo import Engine, MeZO
+from methodkit import zo
 from methodkit.bench import Claim, ResultRow, check
 
 EPS, LR = 1e-3, 1e-6
@@ -49,10 +55,47 @@ def full_history(opt: Engine, seed: int = 99) -> None:
     opt.load_state_dict(sd)
 
 
-def time_steps(model_fn: Callable, cycles: int) -> dict[str, dict[str, list[tuple[float, float]]]]:
+class DrawCounter:
+    """Counts the numbers drawn through ``torch.randn`` while active (a context manager)."""
+
+    def __init__(self) -> None:
+        self.numbers = 0
+        self._real = torch.randn
+
+    def _counting(self, *args: object, **kwargs: object) -> torch.Tensor:
+        out = self._real(*args, **kwargs)  # type: ignore[call-overload]
+        self.numbers += out.numel()
+        return out
+
+    def __enter__(self) -> DrawCounter:
+        self._real = torch.randn
+        torch.randn = self._counting  # type: ignore[assignment]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        torch.randn = self._real
+
+
+def full_draw(params: list[torch.Tensor], seed: int) -> float:
+    """Seconds of one full-size noise draw: ``zo.sample`` of every tensor, as a probe does."""
+    t0 = time.perf_counter()
+    for i, p in enumerate(params):
+        zo.sample(p, zo.tensor_generator(seed, i, p.device))
+    return time.perf_counter() - t0
+
+
+def time_steps(
+    model_fn: Callable, cycles: int, draws: dict[str, dict[str, list[float]]] | None = None
+) -> dict[str, dict[str, list[tuple[float, float]]]]:
     """``(seconds, seconds of MeZO's step in the same round)`` by method and step kind
-    (``fine``/``coarse``; MeZO's own steps count as ``fine``), steps interleaved."""
+    (``fine``/``coarse``; MeZO's own steps count as ``fine``), steps interleaved.
+
+    ``draws`` (if given) receives, by the same keys, each timed step's noise numbers in
+    full-size draws and, under ``"full draw"``, the seconds of one full-size draw per round.
+    """
     base, loss_fn = model_fn()
+    params = [p.detach() for p in base.parameters()]
+    n_params = sum(p.numel() for p in params)
     opts: dict[str, tuple[torch.optim.Optimizer, Callable]] = {}
     for name in ("MeZO", *VARIANTS):
         model = copy.deepcopy(base)
@@ -66,17 +109,27 @@ def time_steps(model_fn: Callable, cycles: int) -> dict[str, dict[str, list[tupl
     times: dict[str, dict[str, list[tuple[float, float]]]] = {
         n: {"fine": [], "coarse": [], "all": []} for n in opts
     }
+    counted: dict[str, dict[str, list[float]]] = {n: {k: [] for k in times[n]} for n in opts}
+    counted["full draw"] = {"seconds": []}
     for k in range((cycles + 1) * cycle):
-        secs = {}
+        secs, numbers = {}, {}
         for name, (opt, closure) in opts.items():
             kind = "coarse" if getattr(opt, "level", 0) > 0 else "fine"
-            t0 = time.perf_counter()
-            opt.step(closure)
-            secs[name] = (kind, time.perf_counter() - t0)
+            with DrawCounter() as counter:
+                t0 = time.perf_counter()
+                opt.step(closure)
+                secs[name] = (kind, time.perf_counter() - t0)
+            numbers[name] = counter.numbers / n_params
+        draw_s = full_draw(params, 1_000_000 + k)
         if k >= cycle:  # the first cycle warms up (buffered h built after the load)
+            counted["full draw"]["seconds"].append(draw_s)
             for name, (kind, s) in secs.items():
                 times[name][kind].append((s, secs["MeZO"][1]))
                 times[name]["all"].append((s, secs["MeZO"][1]))  # round order, whole cycles
+                counted[name][kind].append(numbers[name])
+                counted[name]["all"].append(numbers[name])
+    if draws is not None:
+        draws.update(counted)
     return times
 
 
@@ -124,15 +177,54 @@ def cycle_entry(
     }
 
 
+def draw_summary(draws: dict[str, dict[str, list[float]]]) -> dict:
+    """Mean full-size draws per step by method and kind, the median ms of one full-size
+    draw, and what those draws cost per step at that rate (ms)."""
+    ms_draw = 1e3 * statistics.median(draws["full draw"]["seconds"])
+    per_step = {
+        name: {kind: statistics.fmean(v) for kind, v in kinds.items() if v}
+        for name, kinds in draws.items()
+        if name != "full draw"
+    }
+    return {
+        "full_draws_per_step": per_step,
+        "ms_per_full_draw": ms_draw,
+        "rng_ms_per_step": {
+            name: {kind: d * ms_draw for kind, d in kinds.items()}
+            for name, kinds in per_step.items()
+        },
+    }
+
+
+def draw_rows(label: str, draws: dict[str, dict[str, list[float]]]) -> list[ResultRow]:
+    """Rows: full-size draws per step by method and kind, and ms per full-size draw."""
+    rows = [
+        ResultRow.from_values(f"{label}: {name} {kind}", "full_draws_per_step", values)
+        for name, kinds in draws.items()
+        if name != "full draw"
+        for kind, values in kinds.items()
+        if values
+    ]
+    seconds = draws["full draw"]["seconds"]
+    rows.append(
+        ResultRow.from_values(
+            f"{label}: one full-size noise draw", "ms_per_full_draw", [1e3 * x for x in seconds]
+        )
+    )
+    return rows
+
+
 def measure(
     models: dict[str, tuple[Callable, int, bool]],
 ) -> tuple[list[ResultRow], list[Claim], dict]:
     """Rows, claims and config for ``{label: (model_fn, cycles, degenerate)}``."""
     rows, claims, config = [], [], {}
     for label, (model_fn, cycles, degenerate) in models.items():
-        times = time_steps(model_fn, cycles)
+        draws: dict[str, dict[str, list[float]]] = {}
+        times = time_steps(model_fn, cycles, draws)
         n_params = sum(p.numel() for p in model_fn()[0].parameters())
-        config[label] = {"params": n_params, "timed_cycles": cycles}
+        config[label] = {"params": n_params, "timed_cycles": cycles, **draw_summary(draws)}
+        rows += draw_rows(label, draws)
         cycle = Engine(model_fn()[0].parameters(), lr=LR).cycle_length
         # the last model (the largest) ends up as the record's cost list, default first
         config["cost"] = [cycle_entry(times, n, cycle, label) for n in VARIANTS]
@@ -174,4 +266,8 @@ def measure(
             )
         text = ", ".join(f"{k} {v:.2f}x" for k, v in paired_ratios(times).items())
         print(f"  step time {label}: MeZO {mezo_ms:.1f} ms; {text}", flush=True)
+        per_step = config[label]["full_draws_per_step"]
+        text = ", ".join(f"{n} {k} {d:.2f}" for n, ks in per_step.items() for k, d in ks.items())
+        ms_draw = config[label]["ms_per_full_draw"]
+        print(f"  full-size draws per step ({ms_draw:.1f} ms each): {text}", flush=True)
     return rows, claims, config

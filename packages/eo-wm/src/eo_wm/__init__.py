@@ -7,7 +7,9 @@ ships the decomposer, the video DiT, baselines, an offline land-surface simulato
 Extreme Summer and Seasonal Matched-Pair diagnostics.
 """
 
+from importlib import import_module
 from importlib.metadata import version as _version
+from typing import TYPE_CHECKING, Any
 
 from eo_wm import baselines, guidance, metrics, simulator
 from eo_wm.baselines import ConvLSTMForecaster, climatology_forecast, persistence_forecast
@@ -21,9 +23,34 @@ from eo_wm.simulator import (
     make_seasonal_pairs,
 )
 from eo_wm.train import flow_matching_loss, sample_ensemble, train_model
-from eo_wm.weather import WeatherDecomposer, cumulative_stress
+
+if TYPE_CHECKING:
+    from eo_wm import weather
+    from eo_wm.weather import WeatherDecomposer, cumulative_stress
 
 __version__ = _version("eo-wm")
+
+# Exported lazily: eo_wm.weather subclasses scikit-learn's BaseEstimator, whose import pulls
+# scipy (seconds); `import eo_wm` stays light until one of these names is used.
+_LAZY = {"WeatherDecomposer": "eo_wm.weather", "cumulative_stress": "eo_wm.weather"}
+_LAZY_MODULES = {"weather": "eo_wm.weather"}
+
+
+def __getattr__(name: str) -> Any:
+    """Import the scikit-learn-backed names on first use (``from eo_wm import X`` works)."""
+    if name in _LAZY_MODULES:
+        value = import_module(_LAZY_MODULES[name])
+    elif name in _LAZY:
+        value = getattr(import_module(_LAZY[name]), name)
+    else:
+        raise AttributeError(f"module 'eo_wm' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 __all__ = [
     "ConvLSTMForecaster",
@@ -49,4 +76,5 @@ __all__ = [
     "select_guidance",
     "simulator",
     "train_model",
+    "weather",
 ]

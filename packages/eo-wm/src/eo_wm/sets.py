@@ -15,10 +15,10 @@ import numpy as np
 import torch
 
 from eo_wm.metrics import baseline_ndvi, gt_drop, ndvi, ndvi_trajectory
-from eo_wm.weather import WeatherDecomposer
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # weather imports scikit-learn (and scipy): only for the annotations here
     from eo_wm.simulator import LandSurfaceSimulator, SimState
+    from eo_wm.weather import WeatherDecomposer
 
 WINDOW_KEYS = ("context", "context_mask", "target", "target_mask", "weather", "doy")
 

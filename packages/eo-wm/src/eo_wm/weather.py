@@ -9,6 +9,7 @@ residuals, and leaky integrators of the anomalies in the damaging direction (the
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -71,6 +72,46 @@ def cumulative_stress(
     return out
 
 
+def _is_dataset(W: Any) -> bool:
+    return hasattr(W, "data_vars") and hasattr(W, "dims")
+
+
+def _named_array(
+    W: Any, names: Sequence[str] | None, arg: str = "W"
+) -> tuple[Any, list[str] | None]:
+    """A Dataset's data variables or a DataFrame's columns as the last axis, by name.
+
+    ``names``: the variables to take, in that order (None: all, in the input's order). Any
+    other input comes back unchanged with ``None``.
+    """
+    if _is_dataset(W):
+        keys = {str(k): k for k in W.data_vars}
+    elif hasattr(W, "columns") and hasattr(W, "to_numpy"):
+        keys = {str(k): k for k in W.columns}
+    else:
+        return W, None
+    want = list(names) if names is not None else list(keys)
+    missing = [v for v in want if v not in keys]
+    if missing:
+        raise ValueError(f"{arg} lacks the variable(s) {missing} (it has {list(keys)})")
+    cols = [np.asarray(W[keys[v]], dtype=np.float64) for v in want]
+    if len({c.shape for c in cols}) > 1:
+        shapes = {v: c.shape for v, c in zip(want, cols, strict=True)}
+        raise ValueError(f"{arg}'s variables must share one shape, got {shapes}")
+    return np.stack(cols, -1), want
+
+
+def _require_xarray() -> Any:
+    try:
+        import xarray  # optional dependency (eo-wm[xarray]), imported on use
+    except ImportError as err:
+        raise ImportError(
+            "WeatherDecomposer.transform_dataset needs xarray, an optional dependency: "
+            "pip install 'eo-wm[xarray]'"
+        ) from err
+    return xarray
+
+
 class WeatherDecomposer(TransformerMixin, BaseEstimator):
     r"""Decompose forcing ``W_t`` into baseline ``B_t``, anomaly ``A_t`` and stress ``S_t``.
 
@@ -121,23 +162,27 @@ class WeatherDecomposer(TransformerMixin, BaseEstimator):
         """Least-squares harmonic fit of mean and variance per variable (and group).
 
         Args:
-            W: Forcing ``(N, m)`` (or ``(..., m)``, flattened), training years only.
+            W: Forcing ``(N, m)`` (or ``(..., m)``, flattened), training years only; or a
+                pandas DataFrame (columns = variables) or an xarray Dataset (data variables of
+                shape ``doy.shape``), whose names are kept.
             doy: Day of year ``(N,)`` in [1, 366].
             groups: Group id per row when ``group_key`` is set.
-            variables: Names of the ``m`` columns (default: a pandas DataFrame's column names,
-                else ``var0..``; ``temp`` and ``precip`` drive the default stresses).
+            variables: Names of the ``m`` columns (default: the DataFrame's columns or the
+                Dataset's data variables, else ``var0..``; ``temp`` and ``precip`` drive the
+                default stresses). With a DataFrame or Dataset, the variables taken, by name.
 
         Returns:
             self.
 
         Raises:
             ValueError: On NaN or infinite forcing, shape mismatch, day of year outside
-                [1, 366], or too few rows for the harmonic fit.
+                [1, 366], too few rows for the harmonic fit, or a DataFrame / Dataset that
+                lacks a variable of ``variables`` (named in the message).
         """
         if not isinstance(self.n_harmonics, int) or self.n_harmonics < 0:
             raise ValueError(f"n_harmonics must be a non-negative int, got {self.n_harmonics}")
-        if variables is None and hasattr(W, "columns"):
-            variables = [str(c) for c in W.columns]  # a DataFrame names its variables
+        W, found = _named_array(W, variables)  # a DataFrame / Dataset names its variables
+        variables = found if found is not None else variables
         W2, d = self._flat(W, doy)
         m = W2.shape[1]
         names = list(variables) if variables is not None else [f"var{i}" for i in range(m)]
@@ -190,13 +235,16 @@ class WeatherDecomposer(TransformerMixin, BaseEstimator):
 
         ``doy`` has the shape of ``W`` without the last axis; ``groups`` one id per leading
         index (per window). Stress integrates along the time axis ``T`` from its first step.
+        A DataFrame or Dataset is read by the variable names of the fit, in the fit's order.
 
         Raises:
             NotFittedError: Before :meth:`fit`.
             KeyError: For a group id unseen at fit time.
-            ValueError: On NaN forcing, shape mismatch or day of year outside [1, 366].
+            ValueError: On NaN forcing, shape mismatch, day of year outside [1, 366], or a
+                DataFrame / Dataset lacking a fitted variable (named in the message).
         """
-        W = np.asarray(W, dtype=np.float64)
+        self._check_fitted()
+        W = np.asarray(_named_array(W, self.variables_)[0], dtype=np.float64)
         if not np.isfinite(W).all():
             bad = int((~np.isfinite(W)).sum())
             raise ValueError(f"W has {bad} NaN or infinite value(s): fill or drop them first")
@@ -208,8 +256,7 @@ class WeatherDecomposer(TransformerMixin, BaseEstimator):
         self, doy: ArrayLike, groups: ArrayLike | None = None, shape: tuple[int, ...] | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """Baseline ``B(d)`` and ``sigma(d)``, each of shape ``doy.shape + (m,)``."""
-        if not hasattr(self, "coef_"):
-            raise NotFittedError("WeatherDecomposer is not fitted yet: call fit(W, doy) first")
+        self._check_fitted()
         d = check_doy(doy)
         m = self.n_features_in_
         if shape is not None and (tuple(shape[:-1]) != d.shape or shape[-1] != m):
@@ -250,12 +297,63 @@ class WeatherDecomposer(TransformerMixin, BaseEstimator):
         B, sig = self.climatology(doy, groups, shape=A.shape)
         return B + sig * A
 
+    def transform_dataset(
+        self, ds: Any, doy: ArrayLike | None = None, groups: ArrayLike | None = None
+    ) -> Any:
+        """:meth:`transform` of an xarray Dataset, returned as a Dataset (needs ``eo-wm[xarray]``).
+
+        ``ds`` holds the fitted variables as data variables of one shape (e.g. ``("window",
+        "time")``, time last); ``doy`` defaults to the day of year of a datetime ``time``
+        coordinate. The result has ``baseline``, ``anomaly``, ``sigma`` over ``ds``'s dims +
+        ``variable`` (the fitted names) and ``stress`` over ``ds``'s dims + ``stress_channel``
+        (``"<stress>_lam<decay>"``), with ``ds``'s coordinates on those dims.
+
+        Raises:
+            ImportError: When xarray is not installed (names the extra).
+            TypeError: When ``ds`` is not an xarray Dataset.
+            ValueError: As :meth:`transform`; or when ``doy`` is None and ``ds`` has no
+                datetime ``time`` coordinate.
+        """
+        xr = _require_xarray()
+        if not isinstance(ds, xr.Dataset):
+            raise TypeError(f"ds must be an xarray.Dataset, got {type(ds).__name__}")
+        self._check_fitted()
+        names = list(self.variables_)
+        W, _ = _named_array(ds, names, arg="ds")
+        dims = ds[names[0]].dims
+        if doy is None:
+            time = ds.coords.get("time")
+            if time is None or not np.issubdtype(time.dtype, np.datetime64):
+                raise ValueError("doy is None but ds has no datetime 'time' coordinate")
+            doy = xr.broadcast(time.dt.dayofyear, ds[names[0]])[0].transpose(*dims).values
+        parts = self.transform(W, doy, groups)
+        coords = {k: c for k, c in ds.coords.items() if set(c.dims) <= set(dims)}
+        per_var = (*dims, "variable")
+        return xr.Dataset(
+            {
+                "baseline": (per_var, parts["baseline"]),
+                "anomaly": (per_var, parts["anomaly"]),
+                "sigma": (per_var, parts["sigma"]),
+                "stress": ((*dims, "stress_channel"), parts["stress"]),
+            },
+            coords={**coords, "variable": names, "stress_channel": self.stress_names},
+        )
+
+    @property
+    def stress_names(self) -> list[str]:
+        """``"<stress>_lam<decay>"`` per stress channel, in :meth:`stress`'s order."""
+        return [f"{n}_lam{lam:g}" for n, _ in self.stress_index_ for lam in self.stress_decays]
+
     @property
     def n_stress(self) -> int:
         """Number of stress channels ``transform`` returns."""
         return len(self.stress_index_) * len(self.stress_decays)
 
     # -- helpers -------------------------------------------------------------------------
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "coef_"):
+            raise NotFittedError("WeatherDecomposer is not fitted yet: call fit(W, doy) first")
+
     def _flat(self, W: ArrayLike, doy: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
         W = np.asarray(W, dtype=np.float64)
         d = check_doy(doy)

@@ -37,6 +37,11 @@ FULL = {"random": {60: 2000, 200: 500, 1000: 500}, "hostile_std": [100.0, 1000.0
         "n_test": 400, "samples": 2, "ode_steps": 50, "tol": 1e-9, "chunk": 250}  # fmt: skip
 QUICK = {**FULL, "random": {60: 40, 1000: 20}, "n_test": 16, "ode_steps": 10}
 
+COLUMNS = {"n": "decodes", "failures": "failures (raised)", "worst_residual": "worst residual",
+           "median_residual": "median residual",
+           "worst_sample_error": "worst marginal error of a finished sample",
+           "max_abs_z": "largest abs(Z) entry"}  # fmt: skip
+
 
 class HostileNet(nn.Module):
     """A velocity network returning Gaussian noise of standard deviation ``scale``."""
@@ -141,9 +146,8 @@ def decoder(args: Any) -> Outcome:
     ]  # fmt: skip
     rows = [ResultRow.from_values(k, m, [v[m]], False)
             for k, v in out.items() for m in ("worst_residual", "failures")]  # fmt: skip
-    keep = ("n", "failures", "worst_residual", "median_residual", "worst_sample_error",
-            "max_abs_z")  # fmt: skip
-    table = [{"input": k, **{m: v[m] if m in v and np.isfinite(v[m]) else None for m in keep}}
+    table = [{"input": k, **{words: v[m] for m, words in COLUMNS.items()
+                             if m in v and np.isfinite(v[m])}}
              for k, v in out.items()]  # fmt: skip
     config = {**{k: v for k, v in cfg.items() if k != "random"},
               "random": {str(k): v for k, v in cfg["random"].items()}, "seed": seed,

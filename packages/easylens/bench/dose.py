@@ -37,6 +37,7 @@ from easylens.synthetic import ScanBatch
 # The spec fixes alpha = 1 and names no grid. This grid was set after one probe on seed 0
 # (alpha 1, 4, 16, 64 at layers 1-3) showed the oracle flat at alpha 1; it spans 0.5x to 16x.
 ALPHAS = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
+PATCH = 4  # the backbone's patch size in pixels (world_probe.py sets it for other worlds)
 DOSE_METHODS = ("easylens", "oracle_tag", "oracle_sham", "blind_amplifier", "random_tag")
 
 
@@ -51,7 +52,7 @@ def _scores(
 def _sham_masks(normal: ScanBatch, subtle: ScanBatch, seed: int) -> torch.Tensor:
     """For each normal image, the lesion patch mask of a random subtle-lesion image."""
     idx = np.random.default_rng(seed + 777).integers(0, len(subtle.labels), len(normal.labels))
-    return subtle.patch_mask(4)[torch.as_tensor(idx)]
+    return subtle.patch_mask(PATCH)[torch.as_tensor(idx)]
 
 
 def evaluate(
@@ -77,11 +78,11 @@ def evaluate(
 def oracle_masks(data: dict, seed: int, sham: bool) -> dict:
     """Ground-truth patch masks; normals get none (OracleTag) or a sham mask (oracle_sham)."""
     normal = data["normal"]
-    empty = torch.zeros(len(normal.labels), *normal.patch_mask(4).shape[1:], dtype=torch.bool)
+    empty = torch.zeros(len(normal.labels), *normal.patch_mask(PATCH).shape[1:], dtype=torch.bool)
     return {
         "normal": _sham_masks(normal, data["subtle"], seed) if sham else empty,
-        "subtle": data["subtle"].patch_mask(4),
-        "obvious": data["obvious"].patch_mask(4),
+        "subtle": data["subtle"].patch_mask(PATCH),
+        "obvious": data["obvious"].patch_mask(PATCH),
     }
 
 
@@ -93,7 +94,7 @@ def residual_stats(adapter: Any, bank: EasyBank, subtle: ScanBatch) -> dict[str,
     p = bank.num_prefix_tokens
     z = t[:, p:]
     rel = (z - z.norm(dim=-1, keepdim=True) * cf).norm(dim=-1) / z.norm(dim=-1)
-    pm = subtle.patch_mask(4).reshape(len(subtle.labels), -1)
+    pm = subtle.patch_mask(PATCH).reshape(len(subtle.labels), -1)
     return {
         "residual_ratio_lesion": float(rel[pm].mean()),
         "residual_ratio_other": float(rel[~pm].mean()),

@@ -1,8 +1,11 @@
 import numpy as np
+import pytest
 import torch
+from torch.nn import functional as nnf
 
-from easylens import ScanGenerator, auroc, tag_precision_recall
-from easylens.synthetic import TinyTokenizer, reports
+from easylens import ScanGenerator, auroc, tag_precision_recall, tiny_clip_adapter, train_tiny_clip
+from easylens.synthetic import TinyCLIP, TinyTokenizer, reports
+from easylens.synthetic.tinyclip import local_loss
 
 
 def test_subtle_lesions_inside_the_lung_and_masks_consistent():
@@ -45,3 +48,38 @@ def test_metrics():
     sel = torch.tensor([[True, False], [True, False]])
     gt = torch.tensor([[True, True], [False, False]])
     assert tag_precision_recall(sel, gt) == (0.5, 0.5)
+
+
+def test_mean_pooled_tiny_clip_head_and_adapter():
+    model = TinyCLIP(width=16, depth=2, heads=2, embed_dim=16, pool="mean").eval()
+    images = ScanGenerator(seed=2).sample(3, "subtle").images
+    with torch.no_grad():
+        tokens = model.encode_tokens(images)
+        g = model.encode_image(images)
+        torch.testing.assert_close(g, model.to_joint(tokens[:, 1:]).mean(1))
+        torch.testing.assert_close(
+            tiny_clip_adapter(model).encode_image(images), g, atol=1e-6, rtol=0
+        )
+    with pytest.raises(ValueError, match="pool must be 'cls' or 'mean'"):
+        TinyCLIP(pool="max")
+
+
+def test_local_loss_rewards_one_lesion_patch_and_quiet_normals():
+    texts = nnf.normalize(torch.tensor([[1.0, 0.0], [0.0, 1.0]]), dim=-1)  # 0 lesion, 1 normal
+    lesion_like, normal_like = texts[0], texts[1]
+    good = torch.stack([normal_like.repeat(4, 1), normal_like.repeat(4, 1)])
+    good[1, 2] = lesion_like  # image 1 (a lesion image) has one lesion patch
+    bad = torch.stack([normal_like.repeat(4, 1), normal_like.repeat(4, 1)])
+    bad[0, 2] = lesion_like  # the lesion patch sits in the normal image
+    y, scale = torch.tensor([0.0, 1.0]), torch.tensor(10.0)
+    assert local_loss(good, texts, y, 1, scale) < 0.01 < local_loss(bad, texts, y, 1, scale)
+
+
+def test_train_tiny_clip_with_mean_pool_and_local_loss_is_cached(tmp_path):
+    kw = dict(n_train=16, steps=2, batch_size=8, pool="mean", local_weight=1.0, cache_dir=tmp_path)
+    model, _ = train_tiny_clip(**kw)
+    again, _ = train_tiny_clip(**kw)
+    assert model.pool == "mean"
+    assert len(list(tmp_path.iterdir())) == 1
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, again.state_dict()[k])

@@ -92,14 +92,22 @@ class TinyCLIP(nn.Module):
         text_depth: int = 2,
         text_length: int = 14,
         seed: int = 0,
+        pool: str = "cls",
+        stem: int = 0,
     ) -> None:
         super().__init__()
+        if pool not in ("cls", "mean"):
+            raise ValueError(f"pool must be 'cls' or 'mean', got {pool!r}")
+        if stem < 0:
+            raise ValueError(f"stem must be >= 0 (0: no convolutional stem), got {stem}")
+        self.pool = pool
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             g = image_size // patch
             self.grid = (g, g)
             self.image_size = image_size
-            self.patch_embed = nn.Conv2d(1, width, patch, patch)
+            self.stem = nn.Sequential(nn.Conv2d(1, stem, 3, padding=1), nn.GELU()) if stem else None
+            self.patch_embed = nn.Conv2d(stem or 1, width, patch, patch)
             self.cls = nn.Parameter(0.02 * torch.randn(width))
             self.pos = nn.Parameter(0.02 * torch.randn(1 + g * g, width))
             self.blocks = nn.ModuleList(Block(width, heads) for _ in range(depth))
@@ -117,24 +125,37 @@ class TinyCLIP(nn.Module):
 
     def embed(self, images: torch.Tensor) -> torch.Tensor:
         """Images ``[B, 1, S, S]`` -> tokens ``[B, 1 + N, d]`` (CLS + patches + positions)."""
+        if self.stem is not None:
+            images = self.stem(images)
         x = self.patch_embed(images).flatten(2).transpose(1, 2)
         cls = self.cls.expand(x.shape[0], 1, -1)
         return torch.cat([cls, x], dim=1) + self.pos
 
     def head(self, tokens: torch.Tensor) -> torch.Tensor:
-        """CLS pooling, final norm and projection."""
+        """CLS pooling (``pool="cls"``) or the mean of the patch tokens' joint features.
+
+        ``pool="mean"``: ``mean_i to_joint(z_i)`` over the patch tokens (the CLS token is
+        computed but not read): every patch weighs 1/N in the embedding, so a lesion inside one
+        patch is diluted by construction while its own token can still encode it.
+        """
+        if self.pool == "mean":
+            return self.to_joint(tokens[:, 1:]).mean(dim=1)
         return self.ln_post(tokens[:, 0]) @ self.proj
 
     def to_joint(self, tokens: torch.Tensor) -> torch.Tensor:
         """Patch tokens into the joint space (final norm + projection, MaskCLIP-style)."""
         return self.ln_post(tokens) @ self.proj
 
-    def encode_image(self, images: torch.Tensor) -> torch.Tensor:
-        """Image embeddings ``[B, E]``."""
+    def encode_tokens(self, images: torch.Tensor) -> torch.Tensor:
+        """The encoder's output tokens ``[B, 1 + N, d]`` (before the head)."""
         x = self.embed(images)
         for b in self.blocks:
             x = b(x)
-        return self.head(x)
+        return x
+
+    def encode_image(self, images: torch.Tensor) -> torch.Tensor:
+        """Image embeddings ``[B, E]``."""
+        return self.head(self.encode_tokens(images))
 
     def encode_text(self, ids: torch.Tensor) -> torch.Tensor:
         """Text embeddings in the joint space."""
@@ -188,6 +209,10 @@ def train_tiny_clip(
     mix: tuple[float, float, float] = (0.5, 0.425, 0.075),
     cache_dir: str | Path | None = None,
     progress: bool | None = None,
+    pool: str = "cls",
+    local_weight: float = 0.0,
+    stem: int = 0,
+    patch: int = 4,
 ) -> tuple[TinyCLIP, TinyTokenizer]:
     """Train TinyCLIP from scratch with a CLIP loss (AdamW, cosine schedule).
 
@@ -195,7 +220,11 @@ def train_tiny_clip(
     (:func:`training_set`), run the steps (:func:`fit_clip`, loss :func:`clip_loss`), store.
     Reports that are identical within a batch are all positives (soft targets). With
     ``cache_dir`` the checkpoint is stored there, keyed by every argument but ``progress``
-    (a bar over the training steps; None: on a terminal only).
+    (a bar over the training steps; None: on a terminal only). ``pool``: TinyCLIP's pooling
+    (``"cls"``, the spec's, or ``"mean"``). ``local_weight``: weight of the patch-level
+    alignment loss :func:`local_loss` added to the CLIP loss (0: the spec's training).
+    ``stem``: channels of a 3 x 3 convolutional stem before the patch embedding (0: none);
+    ``patch``: the ViT's patch size in pixels (the spec's 4: an 8 x 8 grid on 32 x 32 scans).
     """
     cfg = {
         "seed": seed,
@@ -206,13 +235,21 @@ def train_tiny_clip(
         "mix": list(mix),
         "version": 2,  # 2: "subtle" scans recalibrated (scans.REGIMES)
     }
-    model, tok = TinyCLIP(seed=seed), TinyTokenizer()
+    if pool != "cls":  # the key of a spec-world checkpoint is unchanged
+        cfg["pool"] = pool
+    if local_weight:
+        cfg["local_weight"] = local_weight
+    if stem:
+        cfg["stem"] = stem
+    if patch != 4:
+        cfg["patch"] = patch
+    model, tok = TinyCLIP(seed=seed, pool=pool, stem=stem, patch=patch), TinyTokenizer()
     path = cache_path(cache_dir, cfg)
     if path is not None and path.exists():
         model.load_state_dict(torch.load(path, weights_only=True))
         return model.eval().requires_grad_(False), tok
     images, texts = training_set(n_train, mix, seed + 1000)
-    fit_clip(model, tok, images, texts, steps, batch_size, lr, seed, progress)
+    fit_clip(model, tok, images, texts, steps, batch_size, lr, seed, progress, local_weight)
     model.eval().requires_grad_(False)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -241,6 +278,30 @@ def clip_loss(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return 0.5 * (loss_i + loss_t)
 
 
+def local_loss(
+    patches: torch.Tensor,
+    texts: torch.Tensor,
+    is_lesion: torch.Tensor,
+    normal: int,
+    scale: torch.Tensor,
+) -> torch.Tensor:
+    """Patch-level (multiple-instance) alignment of the patch tokens with the report text.
+
+    ``patches [B, N, E]`` and ``texts [T, E]`` are L2-normalised joint features, ``normal`` the
+    index of the normal report. A patch's lesion logit is ``scale * <f_i, t+ - t->`` with
+    ``t+`` the normalised mean of the lesion reports and ``t-`` the normal report; the image's
+    logit is the max over its patches (a lesion anywhere), trained with binary cross-entropy
+    against ``is_lesion [B]`` (image-level labels from the reports, no masks): every patch
+    token is pushed to say, in the joint space, whether *it* holds a lesion (as the patch
+    tokens of a large CLIP encode local structure), whatever the pooling reads.
+    """
+    keep = torch.ones(len(texts), dtype=torch.bool)
+    keep[normal] = False
+    t_pos = nnf.normalize(texts[keep].mean(0), dim=-1)
+    logit = scale * (patches @ (t_pos - texts[normal])).amax(dim=1)
+    return nnf.binary_cross_entropy_with_logits(logit, is_lesion)
+
+
 def fit_clip(
     model: TinyCLIP,
     tok: TinyTokenizer,
@@ -251,13 +312,19 @@ def fit_clip(
     lr: float,
     seed: int,
     progress: bool | None = None,
+    local_weight: float = 0.0,
 ) -> None:
-    """``steps`` AdamW steps (warm-up then cosine decay) of :func:`clip_loss`, in place."""
+    """``steps`` AdamW steps (warm-up then cosine decay) of :func:`clip_loss`, in place.
+
+    With ``local_weight > 0`` the patch-level :func:`local_loss` is added with that weight.
+    """
     unique = sorted(
         set(texts) | {report(None, None)} | {report(m, s) for m in MORPHOLOGIES for s in SIDES}
     )
     ids = tok(unique)
     label = torch.tensor([unique.index(t) for t in texts])
+    normal = unique.index(report(None, None))
+    lesion = torch.tensor([u != normal for u in range(len(unique))], dtype=torch.float32)
     gen = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.05)
     warm = max(1, steps // 20)
@@ -267,10 +334,14 @@ def fit_clip(
     model.train()
     for _ in show_progress(range(steps), enabled=progress, desc="TinyCLIP training"):
         idx = torch.randint(len(images), (batch_size,), generator=gen)
-        gi = nnf.normalize(model.encode_image(images[idx]), dim=-1)
+        tokens = model.encode_tokens(images[idx])
+        gi = nnf.normalize(model.head(tokens), dim=-1)
         gt = nnf.normalize(model.encode_text(ids), dim=-1)
-        logits = model.logit_scale.exp().clamp(max=100) * gi @ gt.T  # [B, unique reports]
-        loss = clip_loss(logits, label[idx])
+        scale = model.logit_scale.exp().clamp(max=100)
+        loss = clip_loss(scale * gi @ gt.T, label[idx])  # logits [B, unique reports]
+        if local_weight:
+            patches = nnf.normalize(model.to_joint(tokens[:, 1:]), dim=-1)
+            loss = loss + local_weight * local_loss(patches, gt, lesion[label[idx]], normal, scale)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()

@@ -5,27 +5,15 @@ import pytest
 import torch
 
 import eo_wm.guidance as G  # noqa: N812
-from eo_wm import EOWMConfig, EOWorldModel, metrics, train_model
+from _eowm_helpers import HW, TC, TF, tiny_config
+from eo_wm import EOWorldModel, metrics, train_model
 from eo_wm.guidance import GuidanceChoice, select_guidance, validation_score
 
-N, TC, TF, HW = 4, 2, 3, 8
+N = 4
 
 
 def _cfg(**kw):
-    base = dict(
-        in_channels=4,
-        static_channels=3,
-        n_weather=3,
-        t_context=TC,
-        t_future=TF,
-        image_size=HW,
-        patch_size=4,
-        hidden=16,
-        depth=1,
-        heads=2,
-        n_stress=4,
-    )
-    return EOWMConfig(**{**base, **kw})
+    return tiny_config(depth=1, **kw)
 
 
 def _data(seed=0, n=N):

@@ -2,26 +2,14 @@ import numpy as np
 import pytest
 import torch
 
-from eo_wm import EOWMConfig, EOWorldModel, LatentAutoencoderWrapper, flow_matching_loss
+from _eowm_helpers import HW, TC, TF, tiny_config
+from eo_wm import EOWorldModel, LatentAutoencoderWrapper, flow_matching_loss
 
-B, TC, TF, HW = 2, 2, 3, 8
+B = 2
 
 
 def _cfg(**kw):
-    base = dict(
-        in_channels=4,
-        static_channels=3,
-        n_weather=3,
-        t_context=TC,
-        t_future=TF,
-        image_size=HW,
-        patch_size=4,
-        hidden=16,
-        depth=2,
-        heads=2,
-        n_stress=4,
-    )
-    return EOWMConfig(**{**base, **kw})
+    return tiny_config(**kw)
 
 
 def _inputs(seed=0, mode="decomposed"):

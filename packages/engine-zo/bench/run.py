@@ -2,7 +2,7 @@
 
 python bench/run.py [--quick] [--seeds 0 1 2] [--threads 1] [--spec] [--workers 2]
                     [--only forward_passes_A forward_passes_B engine_ablation peak_memory
-                            step_time smollm2_zo]
+                            step_time step_time_rows smollm2_zo]
 """
 
 from __future__ import annotations
@@ -46,6 +46,8 @@ QUICK_B = {
 MEMORY = {"full": (1024, 19, 2), "quick": (128, 2, 1)}
 # step time: timed V-cycles (after one untimed) per model; the wide MLP is the memory one
 STEP_TIME = {"full": {"digits": 20, "wide": 2}, "quick": {"digits": 1, "wide": 1}}
+# rows-per-step sweep on the wide MLP: (batches, timed V-cycles per batch)
+ROWS_SWEEP = {"full": ((32, 256, 2048), 3), "quick": ((4, 16), 1)}
 
 
 def config_a(args: argparse.Namespace) -> dict:
@@ -223,6 +225,22 @@ def step_time_benchmark(args: argparse.Namespace) -> Outcome:
     )
 
 
+def step_time_rows_benchmark(args: argparse.Namespace) -> Outcome:
+    """The default ENGINE step beside MeZO's as the forward pass grows (rows per step)."""
+    width, depth, _ = MEMORY["quick" if args.quick else "full"]
+    batches, cycles = ROWS_SWEEP["quick" if args.quick else "full"]
+    rows, claims, config = step_time.rows_sweep(width, depth, batches, cycles, args.quick)
+    config = {"rows": list(batches), "timed_cycles": cycles, "limit": step_time.LIMIT, **config}
+    return Outcome(
+        config,
+        rows,
+        claims,
+        seeds=[0],
+        plot_metrics=["vcycle_ratio_to_MeZO", "forward_in_full_draws"],
+        units={"vcycle_ratio_to_MeZO": "x MeZO step", "forward_in_full_draws": "full-size draws"},
+    )
+
+
 def smollm2_benchmark(args: argparse.Namespace) -> Outcome:
     """ENGINE vs MeZO, LOZO, SubZero on SmolLM2-135M-Instruct (tiny_smollm2 with --quick)."""
     return smollm2_zo.outcome(args.quick, list(args.seeds))
@@ -249,6 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         "engine_ablation": engine_ablation,
         "peak_memory": peak_memory,
         "step_time": step_time_benchmark,
+        "step_time_rows": step_time_rows_benchmark,
         "smollm2_zo": smollm2_benchmark,
     }
     return run_suite(PACKAGE, benchmarks, argv, add_arguments=add_arguments)

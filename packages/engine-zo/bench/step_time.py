@@ -33,10 +33,10 @@ LIMIT = 1.3
 VARIANTS = {"ENGINE": {}, "ENGINE(fine_buffer)": {"fine_buffer": True}}
 
 
-def wide_model(width: int, depth: int) -> tuple[torch.nn.Module, Callable]:
-    """The memory benchmark's wide tanh MLP on a batch of 32 (a ~20M-parameter model)."""
+def wide_model(width: int, depth: int, rows: int = 32) -> tuple[torch.nn.Module, Callable]:
+    """The memory benchmark's wide tanh MLP on a batch of ``rows`` (a ~20M-parameter model)."""
     model = wide_mlp(width, depth)
-    x = torch.randn(32, width, generator=torch.Generator().manual_seed(0))
+    x = torch.randn(rows, width, generator=torch.Generator().manual_seed(0))
     return model, lambda m: m(x).pow(2).mean()
 
 
@@ -270,4 +270,78 @@ def measure(
         text = ", ".join(f"{n} {k} {d:.2f}" for n, ks in per_step.items() for k, d in ks.items())
         ms_draw = config[label]["ms_per_full_draw"]
         print(f"  full-size draws per step ({ms_draw:.1f} ms each): {text}", flush=True)
+    return rows, claims, config
+
+
+def forward_ms(model_fn: Callable, reps: int = 3) -> float:
+    """Median milliseconds of one forward pass (the loss) of ``model_fn``'s model."""
+    model, loss_fn = model_fn()
+    seconds = []
+    with torch.no_grad():
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            loss_fn(model)
+            seconds.append(time.perf_counter() - t0)
+    return 1e3 * statistics.median(seconds)
+
+
+def rows_sweep(
+    width: int, depth: int, batches: tuple[int, ...], cycles: int, degenerate: bool
+) -> tuple[list[ResultRow], list[Claim], dict]:
+    """The V-cycle step ratio to MeZO as the rows per step (the forward pass's cost) grow.
+
+    A default ENGINE coarse step draws about 8x MeZO's noise numbers (its passes rebuild
+    ``h``); that overhead is fixed per step while the forward passes grow with the batch, so
+    the ratio depends on the workload. Rows: per batch, the per-cycle ratios, the forward
+    pass in ms and in full-size noise draws.
+    """
+    rows, config, ratios = [], {}, {}
+    for batch in batches:
+        model_fn = lambda b=batch: wide_model(width, depth, b)  # noqa: E731
+        draws: dict[str, dict[str, list[float]]] = {}
+        times = time_steps(model_fn, cycles, draws)
+        cycle = Engine(model_fn()[0].parameters(), lr=LR).cycle_length
+        fwd = forward_ms(model_fn)
+        ms_draw = draw_summary(draws)["ms_per_full_draw"]
+        label = f"{batch} rows"
+        entries = {
+            n: cycle_entry(times, n, cycle, f"{depth}x{width} MLP, {label}") for n in VARIANTS
+        }
+        ratios[batch] = entries["ENGINE"]["ratio"]
+        config[label] = {
+            "forward_ms": fwd,
+            "ms_per_full_draw": ms_draw,
+            "cost": list(entries.values()),
+        }
+        for name, e in entries.items():
+            rows.append(
+                ResultRow.from_values(f"{name}, {label}", "vcycle_ratio_to_MeZO", e["ratio_reps"])
+            )
+        rows.append(ResultRow.from_values(f"forward pass, {label}", "forward_ms", [fwd]))
+        rows.append(
+            ResultRow.from_values(
+                f"forward pass, {label}", "forward_in_full_draws", [fwd / ms_draw]
+            )
+        )
+        print(f"  {label}: forward {fwd:.0f} ms = {fwd / ms_draw:.2f} draws; "
+              f"ENGINE / MeZO {ratios[batch]:.2f}x", flush=True)  # fmt: skip
+    first, last = batches[0], batches[-1]
+    claims = [
+        check(
+            f"default ENGINE's V-cycle step ratio to MeZO falls from {first} to {last} rows "
+            "per step",
+            ratios[last] < ratios[first],
+            f"{ratios[first]:.2f}x -> {ratios[last]:.2f}x",
+            inputs=[ratios[first], ratios[last]],
+            degenerate=degenerate,
+        ),
+        check(
+            f"at {last} rows per step (as many as an LLM batch's tokens) default ENGINE's "
+            f"V-cycle step <= {LIMIT} x MeZO's (median over cycles)",
+            ratios[last] <= LIMIT,
+            f"{ratios[last]:.2f}x",
+            inputs=[ratios[last]],
+            degenerate=degenerate,
+        ),
+    ]
     return rows, claims, config

@@ -62,8 +62,7 @@ def plot_results(
             raise ValueError(f"no results for metric {metric!r}")
         _draw_panel(ax, sel)
         ax.set_ylabel(axis_label(metric, sel, units or {}, labels or {}), fontsize=8)
-    n = max((r["n"] for r in rows), default=0)
-    fig.suptitle(f"{record['package']}: {record['benchmark']} (mean ± std, {n} seeds)", fontsize=9)
+    fig.suptitle(f"{record['package']}: {record['benchmark']} ({spread_words(record)})", fontsize=9)
     fig.tight_layout()
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -71,6 +70,22 @@ def plot_results(
     fig.savefig(out, dpi=150 if nrows * ncols <= 4 else 100)
     plt.close(fig)
     return out
+
+
+def spread_words(record: Mapping[str, Any]) -> str:
+    """What a point's error bar spans: seeds when each value is a seed, else repetitions.
+
+    >>> spread_words({"seeds": [0, 1, 2], "results": [{"n": 3}]})
+    'mean ± std, 3 seeds'
+    >>> spread_words({"seeds": [0], "results": [{"n": 3}, {"n": 1}]})
+    'mean ± std over up to 3 repetitions of seed 0'
+    """
+    n = max((r["n"] for r in record["results"]), default=0)
+    seeds = list(record.get("seeds") or [])
+    if n <= 1 or n == len(seeds):
+        return f"mean ± std, {n} seed{'' if n == 1 else 's'}"
+    of = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {', '.join(map(str, seeds))}"
+    return f"mean ± std over up to {n} repetitions of {of}"
 
 
 def axis_label(

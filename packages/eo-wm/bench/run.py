@@ -16,11 +16,12 @@ import time
 
 import cost as cost_bench
 import seed_cache
+import spec_claims
 import tasks
 from records import LABELS, UNITS, before_fix_rows
 
 import methodkit
-from methodkit.bench import Outcome, ResultRow, check, compare, run_suite
+from methodkit.bench import Outcome, ResultRow, run_suite
 
 PACKAGE = "eo-wm"
 # Spec protocol: 4000 steps, AdamW 2e-4, hidden 96 / depth 4 / patch 4, 30 Euler steps.
@@ -87,111 +88,6 @@ QUICK = {
 }
 
 
-def claims(ps: list) -> list:
-    m = lambda name, met: tasks.mean(ps, name, met)  # noqa: E731
-    gain = {
-        k: 1 - m("eo_wm", f"es_dae_{k}") / m("undiff_diffusion", f"es_dae_{k}")
-        for k in ("low", "high")
-    }
-    best_px = min(m(b, "pixel_mae") for b in ("undiff_diffusion", "convlstm", "persistence"))
-    best_nd = min(
-        m(b, "ndvi_mae") for b in ("undiff_diffusion", "convlstm", "persistence", "climatology")
-    )
-    ss = m("eo_wm", "spread_skill")
-    return [
-        compare(
-            "Extreme Summer DAE: EO-WM <= 0.9 x undifferentiated diffusion",
-            m("eo_wm", "es_dae"),
-            "<=",
-            m("undiff_diffusion", "es_dae"),
-            scale=0.9,
-        ),
-        compare(
-            "Extreme Summer DAE: EO-WM <= 0.9 x ConvLSTM",
-            m("eo_wm", "es_dae"),
-            "<=",
-            m("convlstm", "es_dae"),
-            scale=0.9,
-        ),
-        compare(
-            "relative DAE gain vs undifferentiated: high tercile > low tercile",
-            gain["high"],
-            ">",
-            gain["low"],
-        ),
-        compare(
-            "Seasonal pairs DHR: EO-WM >= undifferentiated + 0.03",
-            m("eo_wm", "sp_dhr"),
-            ">=",
-            m("undiff_diffusion", "sp_dhr"),
-            margin=0.03,
-        ),
-        check(
-            "counterfactual pairs DHR: EO-WM >= 0.75",
-            m("eo_wm", "cf_dhr") >= 0.75,
-            f"{m('eo_wm', 'cf_dhr'):.3f}",
-            inputs=[m("eo_wm", "cf_dhr")],
-        ),
-        compare(
-            "pixel MAE: EO-WM <= 1.1 x best baseline",
-            m("eo_wm", "pixel_mae"),
-            "<=",
-            best_px,
-            scale=1.1,
-        ),
-        compare(
-            "NDVI MAE: EO-WM <= 1.1 x best baseline",
-            m("eo_wm", "ndvi_mae"),
-            "<=",
-            best_nd,
-            scale=1.1,
-        ),
-        compare(
-            "NDVI CRPS: EO-WM < ConvLSTM MAE (CRPS of a point forecast)",
-            m("eo_wm", "ndvi_crps"),
-            "<",
-            m("convlstm", "ndvi_crps"),
-        ),
-        check(
-            "spread-skill of EO-WM NDVI trajectories in [0.5, 1.5]",
-            0.5 <= ss <= 1.5,
-            f"{ss:.3f}",
-            inputs=[ss],
-        ),
-    ]
-
-
-def sensitivity_claims(ps: list) -> list:
-    m = lambda name, met: tasks.mean(ps, name, met)  # noqa: E731
-    return [
-        check(
-            "swap: EO-WM's forecast moves >= 0.5 x the true NDVI change when the future "
-            "weather is swapped (counterfactual pairs)",
-            m("eo_wm", "swap_ratio") >= 0.5,
-            f"{m('eo_wm', 'swap_ratio'):.3f}",
-            inputs=[m("eo_wm", "swap_ratio")],
-        ),
-        check(
-            "dose: EO-WM's trough falls with the scaled anomaly at >= 0.5 x the simulator's rate",
-            m("eo_wm", "dose_ratio") >= 0.5,
-            f"{m('eo_wm', 'dose_ratio'):.3f}",
-            inputs=[m("eo_wm", "dose_ratio")],
-        ),
-        check(
-            "dose: doubling the anomaly lowers EO-WM's trough in >= 90 % of event windows",
-            m("eo_wm", "dose_lower_share") >= 0.9,
-            f"{m('eo_wm', 'dose_lower_share'):.3f}",
-            inputs=[m("eo_wm", "dose_lower_share")],
-        ),
-        compare(
-            "swap: EO-WM follows the weather at least as much as the undifferentiated diffusion",
-            m("eo_wm", "swap_ratio"),
-            ">=",
-            m("undiff_diffusion", "swap_ratio"),
-        ),
-    ]
-
-
 def _per_seed(args: argparse.Namespace, part: str) -> tuple[dict, list]:
     cfg = QUICK if args.quick else FULL
     per_seed, t0 = [], time.perf_counter()
@@ -211,7 +107,7 @@ def weather_response(args: argparse.Namespace) -> Outcome:
     return Outcome(
         {**cfg, "before_fix": info},
         results + before,
-        claims(per_seed),
+        spec_claims.weather_claims(per_seed),
         plot_metrics=plot,
         units=UNITS,
         labels=LABELS,
@@ -234,7 +130,7 @@ def sensitivity(args: argparse.Namespace) -> Outcome:
     return Outcome(
         config,
         results,
-        sensitivity_claims(per_seed),
+        spec_claims.sensitivity_claims(per_seed),
         plot_metrics=plot,
         units=UNITS,
         labels=LABELS,
@@ -271,7 +167,7 @@ def spec_steps(args: argparse.Namespace) -> Outcome:
     return Outcome(
         cfg,
         results,
-        claims(weather) + sensitivity_claims(sens),
+        spec_claims.weather_claims(weather) + spec_claims.sensitivity_claims(sens),
         plot_metrics=["es_dae", "ndvi_mae", "pixel_mae", "swap_ratio", "dose_ratio"],
         units=UNITS,
         labels=LABELS,

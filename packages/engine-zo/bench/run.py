@@ -47,7 +47,7 @@ MEMORY = {"full": (1024, 19, 2), "quick": (128, 2, 1)}
 # step time: timed V-cycles (after one untimed) per model; the wide MLP is the memory one
 STEP_TIME = {"full": {"digits": 20, "wide": 2}, "quick": {"digits": 1, "wide": 1}}
 # rows-per-step sweep on the wide MLP: (batches, timed V-cycles per batch)
-ROWS_SWEEP = {"full": ((32, 256, 2048), 3), "quick": ((4, 16), 1)}
+ROWS_SWEEP = {"full": ((32, 256, 2048, 8192), 3), "quick": ((4, 16), 1)}
 
 
 def config_a(args: argparse.Namespace) -> dict:

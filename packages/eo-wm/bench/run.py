@@ -153,12 +153,11 @@ def spec_steps(args: argparse.Namespace) -> Outcome:
     cfg = QUICK if args.quick else SPEC_STEPS
     per_seed = []
     for seed in args.seeds:
+        run = lambda s=seed: tasks.run_seed(cfg, s)  # noqa: E731
         if args.seed_dir is None:
-            per_seed.append(tasks.run_seed(cfg, seed))
+            per_seed.append(run())
             continue
-        cells, reused = seed_cache.load_or_run(
-            args.seed_dir, cfg, seed, lambda s=seed: tasks.run_seed(cfg, s)
-        )
+        cells, reused = seed_cache.load_or_run(args.seed_dir, cfg, seed, run)
         print(f"[eo-wm] seed {seed}: {'read' if reused else 'computed'}", file=sys.stderr)
         per_seed.append(cells)
     weather = [s["weather"] for s in per_seed]

@@ -4,7 +4,8 @@ A seed at the spec's 4000 training steps takes about 40 min of one core; with ``
 each seed's measured cells (the nested ``{part: {model: {metric: value}}}`` dict of
 ``tasks.run_seed``) are written to ``seed_<n>.json`` beside the configuration they came from,
 and a later run with the same configuration reads them instead of training again. A file made
-under another configuration is never read: it is recomputed and replaced.
+under another configuration is never read: it is recomputed and replaced. The key is the
+configuration, not the code: after changing the models or the metrics, delete the folder.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 python bench/run.py [--quick] [--seeds 0 1 2] [--threads 1] [--spec] [--workers 2]
                     [--only forward_passes_A forward_passes_B engine_ablation peak_memory
-                            step_time step_time_rows smollm2_zo]
+                            step_time step_time_rows noise_floor smollm2_zo]
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import argparse
 import sys
 
 import memory
+import noise_floor
 import protocol as fwd
 import smollm2_zo
 import step_time
@@ -48,6 +49,7 @@ MEMORY = {"full": (1024, 19, 2), "quick": (128, 2, 1)}
 STEP_TIME = {"full": {"digits": 20, "wide": 2}, "quick": {"digits": 1, "wide": 1}}
 # rows-per-step sweep on the wide MLP: (batches, timed V-cycles per batch)
 ROWS_SWEEP = {"full": ((32, 256, 2048, 8192), 3), "quick": ((4, 16), 1)}
+NOISE_FLOOR = {"full": ((32, 256), 3), "quick": ((4,), 1)}
 
 
 def config_a(args: argparse.Namespace) -> dict:
@@ -241,6 +243,18 @@ def step_time_rows_benchmark(args: argparse.Namespace) -> Outcome:
     )
 
 
+def noise_floor_benchmark(args: argparse.Namespace) -> Outcome:
+    """The V-cycle step ratio with torch's generator and with noise at copy speed."""
+    width, depth, _ = MEMORY["quick" if args.quick else "full"]
+    batches, cycles = NOISE_FLOOR["quick" if args.quick else "full"]
+    rows, claims, config = noise_floor.floor_sweep(width, depth, batches, cycles, args.quick)
+    config = {"rows": list(batches), "timed_cycles": cycles, "limit": step_time.LIMIT, **config}
+    units = {"vcycle_ratio_to_MeZO": "x MeZO step", "ms_per_step": "ms"}
+    return Outcome(
+        config, rows, claims, seeds=[0], plot_metrics=["vcycle_ratio_to_MeZO"], units=units
+    )
+
+
 def smollm2_benchmark(args: argparse.Namespace) -> Outcome:
     """ENGINE vs MeZO, LOZO, SubZero on SmolLM2-135M-Instruct (tiny_smollm2 with --quick)."""
     return smollm2_zo.outcome(args.quick, list(args.seeds))
@@ -268,6 +282,7 @@ def main(argv: list[str] | None = None) -> int:
         "peak_memory": peak_memory,
         "step_time": step_time_benchmark,
         "step_time_rows": step_time_rows_benchmark,
+        "noise_floor": noise_floor_benchmark,
         "smollm2_zo": smollm2_benchmark,
     }
     return run_suite(PACKAGE, benchmarks, argv, add_arguments=add_arguments)

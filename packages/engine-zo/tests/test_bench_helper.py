@@ -46,3 +46,21 @@ def test_divergence_is_reported():
 def test_bad_budget():
     with pytest.raises(ValueError, match="budget"):
         forward_passes_to_target(lambda p: MeZO(p, lr=0.1), _model, _loss, 0.1, 0, 10)
+
+
+def test_copied_noise_serves_fixed_copies_and_restores_randn():
+    from noise_floor import CopiedNoise
+
+    real = torch.randn
+    with CopiedNoise():
+        a = torch.randn((3, 4), generator=torch.Generator().manual_seed(1))
+        a.mul_(0.0)  # a caller writing into its draw must not change the next one
+        b = torch.randn(3, 4)
+        c = torch.randn((), dtype=torch.float64)
+        assert torch.equal(torch.randn([3, 4]), b)  # the same draw each time: a fixed workload
+    assert torch.randn is real
+    assert b.shape == (3, 4)
+    assert torch.isfinite(b).all()
+    assert b.abs().sum() > 0
+    assert c.dtype == torch.float64
+    assert c.shape == ()

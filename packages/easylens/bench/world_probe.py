@@ -46,6 +46,7 @@ def probe_world(args: argparse.Namespace) -> dict:
         local_weight=args.local_weight,
         stem=args.stem,
         patch=args.patch,
+        filter_bank=args.filter_bank,
         cache_dir=cache,
     )
     train_s = time.perf_counter() - t0
@@ -69,6 +70,10 @@ def probe_world(args: argparse.Namespace) -> dict:
         )
         if layer == args.layers[0]:
             out["diagnosis"] = room.diagnose(model, adapter, bank, data, sham, args.seed, van_det)
+        # is the amplified direction lesion content? (max ||r|| / ||z|| over the known patches)
+        out["diagnosis"][f"residual_known_location_auroc_layer{layer}"] = room.residual_auroc(
+            adapter, bank, data, sham
+        )
         for name, is_sham, inject in (
             ("oracle_tag", False, "layer"),
             ("oracle_sham", True, "layer"),
@@ -122,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--local-weight", type=float, default=0.0)
     p.add_argument("--stem", type=int, default=0)
     p.add_argument("--patch", type=int, default=4)
+    p.add_argument("--filter-bank", default="none", choices=("none", "dog", "dog_max"))
     p.add_argument("--steps", type=int, default=1000)
     p.add_argument("--n-train", type=int, default=2000)
     p.add_argument("--mix", type=float, nargs=3, default=(0.5, 0.425, 0.075))
@@ -149,6 +155,10 @@ def main(argv: list[str] | None = None) -> int:
         f"probe g {d['probe_cls']:.3f}  g+tokens {d['probe_cls_plus_tokens']:.3f}  "
         + "  ".join(f"{k} {x:.3f}" for k, x in d.items() if k.startswith("probe_tokens"))
         + f"  pixels {d['pixel_highpass_lung_max']:.3f}"
+    )
+    print(
+        "residual at the known location (AUROC): "
+        + "  ".join(f"{k.rsplit('_', 1)[1]} {x:.3f}" for k, x in d.items() if "residual_known" in k)
     )
     for k, m in res.items():
         if "@" in k:

@@ -5,7 +5,7 @@ from torch.nn import functional as nnf
 
 from easylens import ScanGenerator, auroc, tag_precision_recall, tiny_clip_adapter, train_tiny_clip
 from easylens.synthetic import TinyCLIP, TinyTokenizer, reports
-from easylens.synthetic.tinyclip import local_loss
+from easylens.synthetic.tinyclip import BlobFilterBank, local_loss
 
 
 def test_subtle_lesions_inside_the_lung_and_masks_consistent():
@@ -83,3 +83,24 @@ def test_train_tiny_clip_with_mean_pool_and_local_loss_is_cached(tmp_path):
     assert len(list(tmp_path.iterdir())) == 1
     for k, v in model.state_dict().items():
         assert torch.equal(v, again.state_dict()[k])
+
+
+def test_blob_filter_bank_is_fixed_local_and_the_default_world_unchanged():
+    bank = BlobFilterBank()
+    img = torch.zeros(1, 1, 32, 32)
+    img[0, 0, 13, 22] = 1.0  # a 1 px bright blob inside patch (3, 5)
+    pm = BlobFilterBank.patch_max(bank(img), 4)
+    assert pm.shape == (1, bank.channels - 1, 8, 8)
+    assert not list(bank.parameters())
+    fine = pm[0, 0]  # the finest bright-blob channel peaks in the blob's patch
+    assert fine.argmax().item() == 3 * 8 + 5
+    assert fine[3, 5] > 5 * fine.flatten().sort()[0][-2]
+    model = TinyCLIP(width=16, depth=2, heads=2, embed_dim=16, filter_bank="dog_max").eval()
+    with torch.no_grad():
+        assert tiny_clip_adapter(model).encode_image(img).shape == (1, 16)
+    default = TinyCLIP(width=16, depth=2, heads=2, embed_dim=16)  # the spec's world: no new keys
+    assert default.filters is None
+    assert default.max_embed is None
+    assert not [k for k in default.state_dict() if "filters" in k or "max_embed" in k]
+    with pytest.raises(ValueError, match="filter_bank must be one of"):
+        TinyCLIP(filter_bank="gabor")

@@ -78,8 +78,71 @@ class Block(nn.Module):
         return x + self.mlp(self.ln_2(x))
 
 
+FILTER_BANKS = ("none", "dog", "dog_max")
+
+
+class BlobFilterBank(nn.Module):
+    """A FIXED (untrained) multi-scale blob filter bank: stand-in for pretrained low-level features.
+
+    Generic local structure, as a pretrained CLIP's early features hold it: blobs at several
+    scales, nothing lesion-specific. Channels: the raw image, then per scale ``s`` in ``sigmas``
+    the two rectified halves ``relu(+D_s)`` and ``relu(-D_s)`` of a difference of Gaussians
+    ``D_s = G_s - G_{ratio * s}`` (bright and dark blobs), each scaled so that a unit-amplitude
+    Gaussian blob of width ``s`` gives a response of 1 at its centre: ``1 + 2 * len(sigmas)``
+    channels at full resolution.
+    With ``patch_max`` (:meth:`patch_max`) the rectified channels' maximum over each
+    ``patch x patch`` patch is also available, so a 1-2 px blob anywhere inside a patch gives a
+    strong response in that patch's token. Buffers only: no parameter is trained.
+    """
+
+    def __init__(self, sigmas: Sequence[float] = (0.5, 1.0, 2.0), ratio: float = 1.6) -> None:
+        super().__init__()
+        if not sigmas or any(s <= 0 for s in sigmas) or ratio <= 1:
+            raise ValueError(
+                f"sigmas must be non-empty and positive and ratio > 1, got {sigmas}, {ratio}"
+            )
+        radius = int(np.ceil(3 * ratio * max(sigmas)))
+        x = torch.arange(-radius, radius + 1, dtype=torch.float64)
+        xx, yy = torch.meshgrid(x, x, indexing="ij")
+        r2 = xx**2 + yy**2
+        kernels = []
+        for s in sigmas:
+            g1 = torch.exp(-r2 / (2 * s**2))
+            g2 = torch.exp(-r2 / (2 * (ratio * s) ** 2))
+            dog = g1 / g1.sum() - g2 / g2.sum()
+            blob = torch.exp(-r2 / (2 * s**2))  # unit-amplitude blob of width s at the centre
+            kernels.append(dog / (dog * blob).sum())
+        self.radius = radius
+        self.kernels: torch.Tensor
+        self.register_buffer("kernels", torch.stack(kernels)[:, None].float(), persistent=False)
+
+    @property
+    def channels(self) -> int:
+        """Output channels: the raw image plus two rectified responses per scale."""
+        return 1 + 2 * self.kernels.shape[0]
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        """``[B, 1, S, S]`` -> ``[B, channels, S, S]`` (raw image first)."""
+        padded = nnf.pad(images, (self.radius,) * 4, mode="replicate")
+        d = nnf.conv2d(padded, self.kernels)
+        return torch.cat([images, nnf.relu(d), nnf.relu(-d)], dim=1)
+
+    @staticmethod
+    def patch_max(features: torch.Tensor, patch: int) -> torch.Tensor:
+        """The rectified channels' max over each patch: ``[B, channels - 1, S/p, S/p]``."""
+        return nnf.max_pool2d(features[:, 1:], patch)
+
+
 class TinyCLIP(nn.Module):
-    """Tiny CLIP (synthetic stand-in). ``seed`` fixes the initial weights (global RNG untouched)."""
+    """Tiny CLIP (synthetic stand-in). ``seed`` fixes the initial weights (global RNG untouched).
+
+    ``filter_bank`` (default ``"none"``: the spec's world) puts the fixed
+    :class:`BlobFilterBank` in front of the patch embedding: ``"dog"`` feeds it the raw image
+    and the rectified difference-of-Gaussians responses at 3 scales; ``"dog_max"`` also adds
+    a linear embedding of those responses' per-patch maximum to each patch token, so a patch
+    token carries a strong local blob cue by construction (as a pretrained CLIP's low-level
+    features would) whatever the pooling keeps of it.
+    """
 
     def __init__(
         self,
@@ -94,8 +157,11 @@ class TinyCLIP(nn.Module):
         seed: int = 0,
         pool: str = "cls",
         stem: int = 0,
+        filter_bank: str = "none",
     ) -> None:
         super().__init__()
+        if filter_bank not in FILTER_BANKS:
+            raise ValueError(f"filter_bank must be one of {FILTER_BANKS}, got {filter_bank!r}")
         if pool not in ("cls", "mean"):
             raise ValueError(f"pool must be 'cls' or 'mean', got {pool!r}")
         if stem < 0:
@@ -106,8 +172,14 @@ class TinyCLIP(nn.Module):
             g = image_size // patch
             self.grid = (g, g)
             self.image_size = image_size
-            self.stem = nn.Sequential(nn.Conv2d(1, stem, 3, padding=1), nn.GELU()) if stem else None
-            self.patch_embed = nn.Conv2d(stem or 1, width, patch, patch)
+            self.filters = BlobFilterBank() if filter_bank != "none" else None
+            chans = self.filters.channels if self.filters is not None else 1
+            self.stem = (
+                nn.Sequential(nn.Conv2d(chans, stem, 3, padding=1), nn.GELU()) if stem else None
+            )
+            self.patch_embed = nn.Conv2d(stem or chans, width, patch, patch)
+            self.patch = patch
+            self.max_embed = nn.Conv2d(chans - 1, width, 1) if filter_bank == "dog_max" else None
             self.cls = nn.Parameter(0.02 * torch.randn(width))
             self.pos = nn.Parameter(0.02 * torch.randn(1 + g * g, width))
             self.blocks = nn.ModuleList(Block(width, heads) for _ in range(depth))
@@ -125,9 +197,17 @@ class TinyCLIP(nn.Module):
 
     def embed(self, images: torch.Tensor) -> torch.Tensor:
         """Images ``[B, 1, S, S]`` -> tokens ``[B, 1 + N, d]`` (CLS + patches + positions)."""
+        extra = None
+        if self.filters is not None:
+            images = self.filters(images)
+            if self.max_embed is not None:
+                extra = self.max_embed(BlobFilterBank.patch_max(images, self.patch))
         if self.stem is not None:
             images = self.stem(images)
-        x = self.patch_embed(images).flatten(2).transpose(1, 2)
+        x = self.patch_embed(images)
+        if extra is not None:
+            x = x + extra
+        x = x.flatten(2).transpose(1, 2)
         cls = self.cls.expand(x.shape[0], 1, -1)
         return torch.cat([cls, x], dim=1) + self.pos
 
@@ -180,6 +260,7 @@ def tiny_clip_adapter(model: TinyCLIP, tokenizer: TinyTokenizer | None = None) -
         text_fn=lambda texts: model.encode_text(tok(texts)),
         joint_fn=model.to_joint,
         model=model,
+        in_chans=1,  # grayscale scans (the first Conv2d may sit after a fixed filter bank)
     )
 
 
@@ -213,6 +294,7 @@ def train_tiny_clip(
     local_weight: float = 0.0,
     stem: int = 0,
     patch: int = 4,
+    filter_bank: str = "none",
 ) -> tuple[TinyCLIP, TinyTokenizer]:
     """Train TinyCLIP from scratch with a CLIP loss (AdamW, cosine schedule).
 
@@ -225,6 +307,8 @@ def train_tiny_clip(
     alignment loss :func:`local_loss` added to the CLIP loss (0: the spec's training).
     ``stem``: channels of a 3 x 3 convolutional stem before the patch embedding (0: none);
     ``patch``: the ViT's patch size in pixels (the spec's 4: an 8 x 8 grid on 32 x 32 scans).
+    ``filter_bank``: a fixed local-structure filter bank before the patch embedding
+    (``"none"``, the spec's; ``"dog"`` / ``"dog_max"``, see :class:`TinyCLIP`).
     """
     cfg = {
         "seed": seed,
@@ -243,7 +327,10 @@ def train_tiny_clip(
         cfg["stem"] = stem
     if patch != 4:
         cfg["patch"] = patch
-    model, tok = TinyCLIP(seed=seed, pool=pool, stem=stem, patch=patch), TinyTokenizer()
+    if filter_bank != "none":
+        cfg["filter_bank"] = filter_bank
+    model = TinyCLIP(seed=seed, pool=pool, stem=stem, patch=patch, filter_bank=filter_bank)
+    tok = TinyTokenizer()
     path = cache_path(cache_dir, cfg)
     if path is not None and path.exists():
         model.load_state_dict(torch.load(path, weights_only=True))

@@ -66,6 +66,7 @@ def probe_world(args: argparse.Namespace) -> dict:
             data["bank_normal"].images,
             data["bank_lesion"].images,
             layer=layer,
+            reference=args.reference,
             seed=args.seed,
         )
         if layer == args.layers[0]:
@@ -127,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--local-weight", type=float, default=0.0)
     p.add_argument("--stem", type=int, default=0)
     p.add_argument("--patch", type=int, default=4)
+    p.add_argument("--reference", default="position", choices=("position", "cluster"))
     p.add_argument("--filter-bank", default="none", choices=("none", "dog", "dog_max"))
     p.add_argument("--steps", type=int, default=1000)
     p.add_argument("--n-train", type=int, default=2000)

@@ -104,3 +104,6 @@ def test_blob_filter_bank_is_fixed_local_and_the_default_world_unchanged():
     assert not [k for k in default.state_dict() if "filters" in k or "max_embed" in k]
     with pytest.raises(ValueError, match="filter_bank must be one of"):
         TinyCLIP(filter_bank="gabor")
+    for sigmas, ratio in (((0.5, float("nan")), 1.6), ((0.5,), float("inf")), ((0.5, -1.0), 1.6)):
+        with pytest.raises(ValueError, match="finite and positive"):
+            BlobFilterBank(sigmas, ratio)

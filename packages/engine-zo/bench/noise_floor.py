@@ -12,10 +12,11 @@ traffic (allocations, copies, the axpys that sum ``h``), which no faster generat
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from typing import Any
 
 import torch
-from step_time import LIMIT, LR, VARIANTS, cycle_entry, time_steps, wide_model
+from step_time import LIMIT, LR, VARIANTS, RandnSwap, cycle_entry, time_steps, wide_model
 
 from engine_zo import Engine
 from methodkit.bench import Claim, ResultRow, check
@@ -23,15 +24,15 @@ from methodkit.bench import Claim, ResultRow, check
 GENERATORS = ("torch generator", "copied noise")
 
 
-class CopiedNoise:
+class CopiedNoise(RandnSwap):
     """While active, ``torch.randn`` returns a copy of one cached normal tensor per
     ``(shape, dtype, device)`` (drawn once, on first request): noise at memory-copy speed."""
 
     def __init__(self) -> None:
+        super().__init__()
         self._cache: dict[tuple, torch.Tensor] = {}
-        self._real = torch.randn
 
-    def _copy(self, *size: Any, dtype: torch.dtype | None = None,
+    def _call(self, *size: Any, dtype: torch.dtype | None = None,
               device: Any = None, **_: Any) -> torch.Tensor:  # fmt: skip
         one = len(size) == 1 and isinstance(size[0], Sequence | torch.Size)
         shape = tuple(size[0]) if one else tuple(size)
@@ -41,24 +42,13 @@ class CopiedNoise:
             self._cache[key] = self._real(shape, generator=gen, dtype=dtype, device=device)
         return self._cache[key].clone()
 
-    def __enter__(self) -> CopiedNoise:
-        self._real = torch.randn
-        torch.randn = self._copy
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        torch.randn = self._real
-
 
 def vcycle_ratios(model_fn: Callable, cycles: int, label: str) -> dict[str, dict]:
     """``cycle_entry`` of every variant, with torch's generator and with copied noise."""
     cycle = Engine(model_fn()[0].parameters(), lr=LR).cycle_length
     out = {}
     for generator in GENERATORS:
-        if generator == "copied noise":
-            with CopiedNoise():
-                times = time_steps(model_fn, cycles)
-        else:
+        with CopiedNoise() if generator == "copied noise" else nullcontext():
             times = time_steps(model_fn, cycles)
         for name in VARIANTS:
             out[f"{name}, {generator}"] = cycle_entry(times, name, cycle, f"{label}, {generator}")

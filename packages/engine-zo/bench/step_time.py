@@ -19,6 +19,7 @@ import os
 import statistics
 import time
 from collections.abc import Callable
+from typing import Any, Self
 
 import torch
 from memory import wide_mlp
@@ -55,25 +56,35 @@ def full_history(opt: Engine, seed: int = 99) -> None:
     opt.load_state_dict(sd)
 
 
-class DrawCounter:
-    """Counts the numbers drawn through ``torch.randn`` while active (a context manager)."""
+class RandnSwap:
+    """Replaces ``torch.randn`` by ``self._call`` while active (a context manager)."""
 
     def __init__(self) -> None:
-        self.numbers = 0
         self._real = torch.randn
 
-    def _counting(self, *args: object, **kwargs: object) -> torch.Tensor:
-        out = self._real(*args, **kwargs)  # type: ignore[call-overload]
-        self.numbers += out.numel()
-        return out
+    def _call(self, *args: Any, **kwargs: Any) -> torch.Tensor:
+        raise NotImplementedError
 
-    def __enter__(self) -> DrawCounter:
+    def __enter__(self) -> Self:
         self._real = torch.randn
-        torch.randn = self._counting  # type: ignore[assignment]
+        torch.randn = self._call
         return self
 
     def __exit__(self, *exc: object) -> None:
         torch.randn = self._real
+
+
+class DrawCounter(RandnSwap):
+    """Counts the numbers drawn through ``torch.randn`` while active (a context manager)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.numbers = 0
+
+    def _call(self, *args: Any, **kwargs: Any) -> torch.Tensor:
+        out = self._real(*args, **kwargs)
+        self.numbers += out.numel()
+        return out
 
 
 def full_draw(params: list[torch.Tensor], seed: int) -> float:

@@ -97,9 +97,11 @@ class BlobFilterBank(nn.Module):
 
     def __init__(self, sigmas: Sequence[float] = (0.5, 1.0, 2.0), ratio: float = 1.6) -> None:
         super().__init__()
-        if not sigmas or any(s <= 0 for s in sigmas) or ratio <= 1:
+        finite = all(np.isfinite(s) for s in sigmas) and np.isfinite(ratio)
+        if not sigmas or not finite or any(s <= 0 for s in sigmas) or ratio <= 1:
             raise ValueError(
-                f"sigmas must be non-empty and positive and ratio > 1, got {sigmas}, {ratio}"
+                f"sigmas must be non-empty, finite and positive and ratio finite and > 1, "
+                f"got {sigmas}, {ratio}"
             )
         radius = int(np.ceil(3 * ratio * max(sigmas)))
         x = torch.arange(-radius, radius + 1, dtype=torch.float64)
